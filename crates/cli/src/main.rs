@@ -1,0 +1,191 @@
+//! `memscope`: PyTorch CUDA memory snapshots on the command line.
+//!
+//! `memscope summary FILE...` prints a table per (file, device); `--json` prints one JSON
+//! object per line with the fields documented in README.md. A file that cannot be read
+//! is reported (with the reason) and the others still print; the exit status is 1 if
+//! any file failed.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
+use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot};
+
+#[derive(Parser)]
+#[command(name = "memscope", version, about = "Look inside PyTorch CUDA memory snapshots")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Summarize each device of each snapshot: events, segments, reserved and allocated
+    /// bytes, peaks, time span, distinct frames and stacks.
+    Summary {
+        /// One JSON object per (file, device) per line, instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Snapshot files: pickle or JSON, optionally gzip-compressed.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Files larger than this get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 32 << 20;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Summary { json, files } => summary(&files, json),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            // The reader went away (e.g. `| head`): nothing left to say.
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = writeln!(io::stderr(), "memscope: {e}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Loads one file, with a progress bar on a terminal for large files.
+fn load(path: &Path) -> Result<Snapshot, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open the file: {e}"))?;
+    let len = file.metadata().map(|m| m.len()).ok();
+    let bar = match len {
+        Some(len) if len >= PROGRESS_MIN_BYTES && io::stderr().is_terminal() => {
+            let bar = ProgressBar::new(len);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message(base_name(&path.to_string_lossy()).to_owned());
+            Some(bar)
+        }
+        _ => None,
+    };
+    let result = load_reader(file, len, |read| {
+        if let Some(bar) = &bar {
+            bar.set_position(read);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    result.map_err(|e| e.to_string())
+}
+
+fn summary(files: &[PathBuf], json: bool) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    let mut all_ok = true;
+    let mut rows: Vec<DeviceSummary> = Vec::new();
+    let mut problems: Vec<(String, String)> = Vec::new();
+    for path in files {
+        let name = path.to_string_lossy();
+        let base = base_name(&name).to_owned();
+        match load(path) {
+            Ok(snap) => {
+                let summaries = summarize(&name, &snap);
+                if json {
+                    for s in &summaries {
+                        serde_json::to_writer(&mut out, s)?;
+                        writeln!(out)?;
+                    }
+                } else {
+                    for w in snap.warnings.report(&snap.strings) {
+                        problems.push((base.clone(), format!("{} (×{})", w.message, w.count)));
+                    }
+                    if summaries.is_empty() {
+                        problems.push((base.clone(), "no device has a trace or a segment".into()));
+                    }
+                    rows.extend(summaries);
+                }
+            }
+            Err(error) => {
+                all_ok = false;
+                if json {
+                    let line = serde_json::json!({ "file": base, "error": error });
+                    writeln!(out, "{line}")?;
+                } else {
+                    problems.push((base.clone(), format!("error: {error}")));
+                }
+            }
+        }
+    }
+    if !json {
+        print_table(&mut out, &rows)?;
+        for (file, message) in problems {
+            writeln!(out, "{file}: {message}")?;
+        }
+    }
+    out.flush()?;
+    Ok(all_ok)
+}
+
+fn print_table(out: &mut impl Write, rows: &[DeviceSummary]) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let header = [
+        "file", "rank", "dev", "events", "segments", "reserved", "allocated", "peak alloc",
+        "peak reserved", "span", "frames", "stacks",
+    ];
+    let cells: Vec<[String; 12]> = rows
+        .iter()
+        .map(|s| {
+            let span = match (s.first_time_us, s.last_time_us) {
+                (Some(a), Some(b)) => format_duration_us(b - a),
+                _ => "-".to_owned(),
+            };
+            [
+                s.file.clone(),
+                s.rank.map_or("-".to_owned(), |r| r.to_string()),
+                s.device.to_string(),
+                format_count(s.events),
+                format_count(s.segments),
+                format_bytes(s.reserved_bytes),
+                format_bytes(s.allocated_bytes),
+                format_bytes(s.peak_allocated_bytes),
+                format_bytes(u64::try_from(s.peak_reserved_bytes).unwrap_or(0)),
+                span,
+                format_count(s.unique_frames),
+                format_count(s.unique_stacks),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |out: &mut dyn Write, row: &[&str]| -> io::Result<()> {
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            // Text columns left-aligned, numbers right-aligned.
+            if i == 0 {
+                write!(out, "{cell:<w$}")?;
+            } else {
+                write!(out, "  {cell:>w$}")?;
+            }
+        }
+        writeln!(out)
+    };
+    line(out, &header)?;
+    for row in &cells {
+        let refs: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(out, &refs)?;
+    }
+    Ok(())
+}

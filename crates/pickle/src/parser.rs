@@ -1,0 +1,713 @@
+//! The push parser: a pickle virtual machine fed byte chunks of any size.
+//!
+//! Opcodes are decoded straight from the caller's chunk; only an opcode cut by a chunk
+//! boundary is copied (into `carry`) until its remaining bytes arrive. Values are built
+//! through a [`Builder`]; the parser owns only the value stack and the `MARK` positions.
+
+use std::mem;
+
+use crate::builder::{BuildError, Builder, BytesKind, ContainerKind, MemoSlot};
+use crate::error::{Error, ErrorKind};
+use crate::opcode::*;
+use crate::text::{self, Int};
+
+/// What [`Parser::feed`] reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// All bytes so far were consumed; the pickle needs more.
+    NeedMore,
+    /// `STOP` was reached: the value is complete. Later bytes are ignored, as CPython
+    /// ignores bytes after `STOP`.
+    Done,
+}
+
+/// How many bytes an incomplete opcode needs, counted from its opcode byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Need {
+    /// At least this many.
+    Exactly(usize),
+    /// Up to and including the next newline (protocol 0 text arguments).
+    Line,
+}
+
+/// How an opcode loop over a buffer ended.
+enum Outcome {
+    /// Every byte consumed.
+    Consumed,
+    /// `STOP` at `consumed` bytes.
+    Stopped(usize),
+    /// An opcode starting at `at` is incomplete.
+    Incomplete { at: usize, need: Need },
+}
+
+/// A streaming pickle parser.
+///
+/// ```
+/// use memscope_pickle::{Parser, Progress, tree::TreeBuilder};
+///
+/// let data = b"\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.";
+/// let mut parser = Parser::new(TreeBuilder::default());
+/// // Any chunking gives the same result.
+/// for chunk in data.chunks(3) {
+///     parser.feed(chunk).unwrap();
+/// }
+/// let tree = parser.finish().unwrap().into_tree();
+/// assert_eq!(tree.to_tagged_json().unwrap(),
+///            r#"{"list":[{"int":"1"},{"int":"2"}]}"#);
+/// ```
+pub struct Parser<B: Builder> {
+    builder: B,
+    stack: Vec<B::Value>,
+    marks: Vec<usize>,
+    /// Bytes of an opcode cut by a chunk boundary.
+    carry: Vec<u8>,
+    /// Offset of the first byte not yet decoded (the start of `carry`, if any).
+    consumed: u64,
+    total_len: Option<u64>,
+    done: bool,
+    failed: Option<Error>,
+}
+
+impl<B: Builder> Parser<B> {
+    /// A parser that builds through `builder`.
+    pub fn new(builder: B) -> Self {
+        Parser {
+            builder,
+            stack: Vec::new(),
+            marks: Vec::new(),
+            carry: Vec::new(),
+            consumed: 0,
+            total_len: None,
+            done: false,
+            failed: None,
+        }
+    }
+
+    /// Tells the parser the input's total length, so a length field claiming more bytes
+    /// than the input has left is refused at once (and messages can say "of N bytes").
+    pub fn with_total_len(mut self, total_len: u64) -> Self {
+        self.total_len = Some(total_len);
+        self
+    }
+
+    /// Bytes decoded so far (for progress). Bytes of an opcode cut by a chunk boundary
+    /// count once the opcode completes.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The builder, e.g. to read progress it keeps.
+    pub fn builder(&self) -> &B {
+        &self.builder
+    }
+
+    /// Whether `STOP` was reached.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Decodes `chunk`, which continues the bytes fed so far.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Progress, Error> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let result = self.feed_inner(chunk);
+        if let Err(err) = &result {
+            self.failed = Some(err.clone());
+        }
+        result
+    }
+
+    /// Ends the input and returns the builder. Fails if `STOP` was never reached.
+    pub fn finish(self) -> Result<B, Error> {
+        if let Some(err) = self.failed {
+            return Err(err);
+        }
+        if self.done {
+            return Ok(self.builder);
+        }
+        if self.consumed == 0 && self.carry.is_empty() {
+            return Err(Error::new(ErrorKind::Empty, 0, None));
+        }
+        let at = self.consumed + self.carry.len() as u64;
+        Err(
+            Error::new(ErrorKind::Truncated, at, self.carry.first().copied())
+                .with_total_len(self.total_len),
+        )
+    }
+
+    fn feed_inner(&mut self, mut chunk: &[u8]) -> Result<Progress, Error> {
+        if self.done {
+            return Ok(Progress::Done);
+        }
+        // First finish an opcode cut by the previous chunk boundary.
+        while !self.carry.is_empty() {
+            let carry = mem::take(&mut self.carry);
+            let outcome = self.run(&carry, self.consumed);
+            self.carry = carry;
+            match outcome? {
+                Outcome::Consumed => {
+                    self.consumed += self.carry.len() as u64;
+                    self.carry.clear();
+                }
+                Outcome::Stopped(n) => {
+                    self.consumed += n as u64;
+                    self.carry.clear();
+                    self.done = true;
+                    return Ok(Progress::Done);
+                }
+                Outcome::Incomplete { at, need } => {
+                    self.consumed += at as u64;
+                    self.carry.drain(..at);
+                    if chunk.is_empty() {
+                        return Ok(Progress::NeedMore);
+                    }
+                    let take = match need {
+                        Need::Exactly(n) => n.saturating_sub(self.carry.len()).max(1),
+                        Need::Line => chunk
+                            .iter()
+                            .position(|&b| b == b'\n')
+                            .map_or(chunk.len(), |p| p + 1),
+                    }
+                    .min(chunk.len());
+                    self.carry.extend_from_slice(&chunk[..take]);
+                    chunk = &chunk[take..];
+                }
+            }
+        }
+        match self.run(chunk, self.consumed)? {
+            Outcome::Consumed => {
+                self.consumed += chunk.len() as u64;
+                Ok(Progress::NeedMore)
+            }
+            Outcome::Stopped(n) => {
+                self.consumed += n as u64;
+                self.done = true;
+                Ok(Progress::Done)
+            }
+            Outcome::Incomplete { at, .. } => {
+                self.consumed += at as u64;
+                self.carry.extend_from_slice(&chunk[at..]);
+                Ok(Progress::NeedMore)
+            }
+        }
+    }
+
+    /// Bytes the input has left after `offset`, when its length is known.
+    fn remaining_after(&self, offset: u64) -> Option<u64> {
+        self.total_len.map(|total| total.saturating_sub(offset))
+    }
+
+    /// Decodes opcodes from `buf`, whose first byte is at absolute `base`.
+    fn run(&mut self, buf: &[u8], base: u64) -> Result<Outcome, Error> {
+        let mut pos = 0usize;
+        while pos < buf.len() {
+            let op = buf[pos];
+            let at = base + pos as u64;
+            let rest = &buf[pos + 1..];
+            let err = |kind: ErrorKind| Error::new(kind, at, Some(op));
+            let build = |e: BuildError| Error::new(ErrorKind::Build(e), at, Some(op));
+
+            // Fixed-size argument: `arg!(n)` is the n bytes after the opcode.
+            macro_rules! arg {
+                ($n:expr) => {{
+                    if rest.len() < $n {
+                        return Ok(Outcome::Incomplete {
+                            at: pos,
+                            need: Need::Exactly(1 + $n),
+                        });
+                    }
+                    &rest[..$n]
+                }};
+            }
+            // A length-prefixed payload after a header of `$h` bytes.
+            macro_rules! payload {
+                ($h:expr, $len:expr) => {{
+                    let len: u64 = $len;
+                    let after_header = at + 1 + $h;
+                    if let Some(remaining) = self.remaining_after(after_header) {
+                        if len > remaining {
+                            return Err(err(ErrorKind::TooLong {
+                                declared: len,
+                                remaining,
+                            }));
+                        }
+                    }
+                    let len = usize::try_from(len).map_err(|_| {
+                        err(ErrorKind::TooLong {
+                            declared: len,
+                            remaining: self.remaining_after(after_header).unwrap_or(0),
+                        })
+                    })?;
+                    if rest.len() - $h < len {
+                        return Ok(Outcome::Incomplete {
+                            at: pos,
+                            need: Need::Exactly((1 + $h as usize).saturating_add(len)),
+                        });
+                    }
+                    pos += 1 + $h + len;
+                    &rest[$h..$h + len]
+                }};
+            }
+            // A newline-terminated text argument (without the newline).
+            macro_rules! text_line {
+                () => {{
+                    match rest.iter().position(|&b| b == b'\n') {
+                        Some(end) => {
+                            pos += 1 + end + 1;
+                            &rest[..end]
+                        }
+                        None => {
+                            return Ok(Outcome::Incomplete {
+                                at: pos,
+                                need: Need::Line,
+                            })
+                        }
+                    }
+                }};
+            }
+
+            match op {
+                // Memo references and small ints dominate real snapshots: first.
+                LONG_BINGET => {
+                    let index = u32::from_le_bytes(array4(arg!(4)));
+                    pos += 5;
+                    let value = self.builder.memo_get(index).map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINGET => {
+                    let index = u32::from(arg!(1)[0]);
+                    pos += 2;
+                    let value = self.builder.memo_get(index).map_err(build)?;
+                    self.stack.push(value);
+                }
+                MEMOIZE => {
+                    pos += 1;
+                    let top = top_of(&self.stack, &self.marks)
+                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                    self.builder
+                        .memo_put(MemoSlot::Next, top)
+                        .map_err(build)?;
+                }
+                BININT1 => {
+                    let v = arg!(1)[0];
+                    pos += 2;
+                    let value = self.builder.int(i64::from(v));
+                    self.stack.push(value);
+                }
+                BININT2 => {
+                    let v = u16::from_le_bytes([arg!(2)[0], rest[1]]);
+                    pos += 3;
+                    let value = self.builder.int(i64::from(v));
+                    self.stack.push(value);
+                }
+                BININT => {
+                    let v = i32::from_le_bytes(array4(arg!(4)));
+                    pos += 5;
+                    let value = self.builder.int(i64::from(v));
+                    self.stack.push(value);
+                }
+                LONG1 => {
+                    let n = arg!(1)[0];
+                    let bytes = payload!(1, u64::from(n));
+                    let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
+                    self.stack.push(value);
+                }
+                LONG4 => {
+                    let n = i32::from_le_bytes(array4(arg!(4)));
+                    if n < 0 {
+                        return Err(err(ErrorKind::NegativeLength(i64::from(n))));
+                    }
+                    let bytes = payload!(4, n as u64);
+                    let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
+                    self.stack.push(value);
+                }
+                SHORT_BINUNICODE => {
+                    let n = arg!(1)[0];
+                    let bytes = payload!(1, u64::from(n));
+                    let value = self.str_value(bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINUNICODE => {
+                    let n = u32::from_le_bytes(array4(arg!(4)));
+                    let bytes = payload!(4, u64::from(n));
+                    let value = self.str_value(bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINUNICODE8 => {
+                    let n = u64::from_le_bytes(array8(arg!(8)));
+                    let bytes = payload!(8, n);
+                    let value = self.str_value(bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                MARK => {
+                    pos += 1;
+                    self.marks.push(self.stack.len());
+                }
+                EMPTY_DICT | EMPTY_LIST | EMPTY_SET => {
+                    pos += 1;
+                    let kind = match op {
+                        EMPTY_DICT => ContainerKind::Dict,
+                        EMPTY_LIST => ContainerKind::List,
+                        _ => ContainerKind::Set,
+                    };
+                    let value = self.builder.new_container(kind).map_err(build)?;
+                    self.stack.push(value);
+                }
+                SETITEMS | APPENDS | ADDITEMS => {
+                    pos += 1;
+                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                    // The container sits just below the mark.
+                    if start <= self.mark_floor() {
+                        return Err(err(ErrorKind::StackUnderflow));
+                    }
+                    let target = self.stack[start - 1].clone();
+                    let items = self.stack.drain(start..);
+                    match op {
+                        SETITEMS => {
+                            if items.len() % 2 != 0 {
+                                return Err(err(ErrorKind::BadArgument(
+                                    "an odd number of keys and values",
+                                )));
+                            }
+                            self.builder.set_items(&target, items)
+                        }
+                        APPENDS => self.builder.append(&target, items),
+                        _ => self.builder.add_items(&target, items),
+                    }
+                    .map_err(build)?;
+                }
+                SETITEM => {
+                    pos += 1;
+                    let start = self.stack.len().checked_sub(2);
+                    match start {
+                        Some(start) if start > self.mark_floor() => {
+                            let target = self.stack[start - 1].clone();
+                            let items = self.stack.drain(start..);
+                            self.builder.set_items(&target, items).map_err(build)?;
+                        }
+                        _ => return Err(err(ErrorKind::StackUnderflow)),
+                    }
+                }
+                APPEND => {
+                    pos += 1;
+                    let start = self.stack.len().checked_sub(1);
+                    match start {
+                        Some(start) if start > self.mark_floor() => {
+                            let target = self.stack[start - 1].clone();
+                            let items = self.stack.drain(start..);
+                            self.builder.append(&target, items).map_err(build)?;
+                        }
+                        _ => return Err(err(ErrorKind::StackUnderflow)),
+                    }
+                }
+                NEWTRUE | NEWFALSE => {
+                    pos += 1;
+                    let value = self.builder.bool(op == NEWTRUE);
+                    self.stack.push(value);
+                }
+                NONE => {
+                    pos += 1;
+                    let value = self.builder.none();
+                    self.stack.push(value);
+                }
+                TUPLE1 | TUPLE2 | TUPLE3 | EMPTY_TUPLE => {
+                    pos += 1;
+                    let n = match op {
+                        EMPTY_TUPLE => 0,
+                        TUPLE1 => 1,
+                        TUPLE2 => 2,
+                        _ => 3,
+                    };
+                    let start = self
+                        .stack
+                        .len()
+                        .checked_sub(n)
+                        .filter(|&s| s >= self.mark_floor())
+                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                    let items = self.stack.drain(start..);
+                    let value = self.builder.tuple(items).map_err(build)?;
+                    self.stack.push(value);
+                }
+                TUPLE | LIST | DICT | FROZENSET => {
+                    pos += 1;
+                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                    let value = match op {
+                        TUPLE => self.builder.tuple(self.stack.drain(start..)),
+                        FROZENSET => self.builder.frozenset(self.stack.drain(start..)),
+                        _ => {
+                            let (kind, odd) = if op == LIST {
+                                (ContainerKind::List, false)
+                            } else {
+                                (ContainerKind::Dict, (self.stack.len() - start) % 2 != 0)
+                            };
+                            if odd {
+                                return Err(err(ErrorKind::BadArgument(
+                                    "an odd number of keys and values",
+                                )));
+                            }
+                            let target = self.builder.new_container(kind).map_err(build)?;
+                            let items = self.stack.drain(start..);
+                            if op == LIST {
+                                self.builder.append(&target, items)
+                            } else {
+                                self.builder.set_items(&target, items)
+                            }
+                            .map(|()| target)
+                        }
+                    }
+                    .map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINPUT => {
+                    let index = u32::from(arg!(1)[0]);
+                    pos += 2;
+                    self.memo_put(index).map_err(err)?;
+                }
+                LONG_BINPUT => {
+                    let index = u32::from_le_bytes(array4(arg!(4)));
+                    pos += 5;
+                    self.memo_put(index).map_err(err)?;
+                }
+                PUT => {
+                    let index = parse_memo_index(text_line!()).ok_or_else(|| {
+                        err(ErrorKind::BadArgument("the memo index is not a number"))
+                    })?;
+                    self.memo_put(index).map_err(err)?;
+                }
+                GET => {
+                    let index = parse_memo_index(text_line!()).ok_or_else(|| {
+                        err(ErrorKind::BadArgument("the memo index is not a number"))
+                    })?;
+                    let value = self.builder.memo_get(index).map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINFLOAT => {
+                    let v = f64::from_be_bytes(array8(arg!(8)));
+                    pos += 9;
+                    let value = self.builder.float(v);
+                    self.stack.push(value);
+                }
+                FLOAT => {
+                    let v = text::parse_float(text_line!())
+                        .ok_or_else(|| err(ErrorKind::BadArgument("not a float")))?;
+                    let value = self.builder.float(v);
+                    self.stack.push(value);
+                }
+                INT => {
+                    let line = text_line!();
+                    let value = match line {
+                        b"00" => self.builder.bool(false),
+                        b"01" => self.builder.bool(true),
+                        _ => {
+                            let int = text::parse_decimal(line)
+                                .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
+                            self.int_value(int).map_err(build)?
+                        }
+                    };
+                    self.stack.push(value);
+                }
+                LONG => {
+                    let line = text_line!();
+                    let digits = line.strip_suffix(b"L").unwrap_or(line);
+                    let int = text::parse_decimal(digits)
+                        .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
+                    let value = self.int_value(int).map_err(build)?;
+                    self.stack.push(value);
+                }
+                STRING => {
+                    let bytes = text::decode_string_literal(text_line!()).ok_or_else(|| {
+                        err(ErrorKind::BadArgument("not a quoted string literal"))
+                    })?;
+                    let value = self.str_value(&bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                UNICODE => {
+                    let s = text::decode_raw_unicode_escape(text_line!())
+                        .ok_or_else(|| err(ErrorKind::BadArgument("a bad \\u escape")))?;
+                    let value = self.builder.str(&s).map_err(build)?;
+                    self.stack.push(value);
+                }
+                BINSTRING => {
+                    let n = i32::from_le_bytes(array4(arg!(4)));
+                    if n < 0 {
+                        return Err(err(ErrorKind::NegativeLength(i64::from(n))));
+                    }
+                    let bytes = payload!(4, n as u64);
+                    let value = self.str_value(bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                SHORT_BINSTRING => {
+                    let n = arg!(1)[0];
+                    let bytes = payload!(1, u64::from(n));
+                    let value = self.str_value(bytes).map_err(build)?;
+                    self.stack.push(value);
+                }
+                SHORT_BINBYTES | BINBYTES | BINBYTES8 | BYTEARRAY8 => {
+                    let bytes = match op {
+                        SHORT_BINBYTES => {
+                            let n = arg!(1)[0];
+                            payload!(1, u64::from(n))
+                        }
+                        BINBYTES => {
+                            let n = u32::from_le_bytes(array4(arg!(4)));
+                            payload!(4, u64::from(n))
+                        }
+                        _ => {
+                            let n = u64::from_le_bytes(array8(arg!(8)));
+                            payload!(8, n)
+                        }
+                    };
+                    let kind = if op == BYTEARRAY8 {
+                        BytesKind::ByteArray
+                    } else {
+                        BytesKind::Bytes
+                    };
+                    let value = self.builder.bytes(bytes, kind).map_err(build)?;
+                    self.stack.push(value);
+                }
+                POP => {
+                    pos += 1;
+                    if self.stack.len() > self.mark_floor() {
+                        self.stack.pop();
+                    } else {
+                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                        self.stack.truncate(start);
+                    }
+                }
+                POP_MARK => {
+                    pos += 1;
+                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                    self.stack.truncate(start);
+                }
+                DUP => {
+                    pos += 1;
+                    let top = self
+                        .top()
+                        .cloned()
+                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                    self.stack.push(top);
+                }
+                PROTO => {
+                    let version = arg!(1)[0];
+                    pos += 2;
+                    if version > HIGHEST_PROTOCOL {
+                        return Err(err(ErrorKind::UnsupportedProtocol(version)));
+                    }
+                }
+                FRAME => {
+                    // A framing hint (protocol 4+); frames need no special handling when
+                    // the input is streamed anyway.
+                    let _ = arg!(8);
+                    pos += 9;
+                }
+                STOP => {
+                    pos += 1;
+                    let root = self.pop().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                    self.builder.finish(root).map_err(build)?;
+                    return Ok(Outcome::Stopped(pos));
+                }
+                NEXT_BUFFER | READONLY_BUFFER => return Err(err(ErrorKind::OutOfBand)),
+                op if runs_code(op) => {
+                    let detail = (op == GLOBAL || op == INST)
+                        .then(|| global_name(rest))
+                        .flatten();
+                    return Err(err(ErrorKind::Refused { detail }));
+                }
+                _ => return Err(err(ErrorKind::UnknownOpcode)),
+            }
+        }
+        Ok(Outcome::Consumed)
+    }
+
+    /// The stack index the current `MARK` protects (values below it are not poppable).
+    fn mark_floor(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
+    }
+
+    fn top(&self) -> Option<&B::Value> {
+        top_of(&self.stack, &self.marks)
+    }
+
+    fn pop(&mut self) -> Option<B::Value> {
+        if self.stack.len() > self.mark_floor() {
+            self.stack.pop()
+        } else {
+            None
+        }
+    }
+
+    fn pop_mark(&mut self) -> Option<usize> {
+        self.marks.pop()
+    }
+
+    fn memo_put(&mut self, index: u32) -> Result<(), ErrorKind> {
+        let top = top_of(&self.stack, &self.marks).ok_or(ErrorKind::StackUnderflow)?;
+        self.builder
+            .memo_put(MemoSlot::At(index), top)
+            .map_err(ErrorKind::Build)
+    }
+
+    fn int_value(&mut self, int: Int) -> Result<B::Value, BuildError> {
+        match int {
+            Int::Small(v) => Ok(self.builder.int(v)),
+            Int::Big(bytes) => self.builder.big_int(&bytes),
+        }
+    }
+
+    /// Text from a pickle: UTF-8 (CPython writes lone surrogates with `surrogatepass`;
+    /// those become U+FFFD).
+    fn str_value(&mut self, bytes: &[u8]) -> Result<B::Value, BuildError> {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.builder.str(s),
+            Err(_) => self.builder.str(&String::from_utf8_lossy(bytes)),
+        }
+    }
+}
+
+/// The top of the stack, unless the current `MARK` protects it.
+fn top_of<'a, V>(stack: &'a [V], marks: &[usize]) -> Option<&'a V> {
+    if stack.len() > marks.last().copied().unwrap_or(0) {
+        stack.last()
+    } else {
+        None
+    }
+}
+
+fn array4(bytes: &[u8]) -> [u8; 4] {
+    let mut out = [0; 4];
+    out.copy_from_slice(&bytes[..4]);
+    out
+}
+
+fn array8(bytes: &[u8]) -> [u8; 8] {
+    let mut out = [0; 8];
+    out.copy_from_slice(&bytes[..8]);
+    out
+}
+
+fn parse_memo_index(line: &[u8]) -> Option<u32> {
+    match text::parse_decimal(line)? {
+        Int::Small(v) => u32::try_from(v).ok(),
+        Int::Big(_) => None,
+    }
+}
+
+/// `module.name` from the two lines after a `GLOBAL`/`INST` opcode, when they are in the
+/// buffer already (the opcode is refused either way; this only improves the message).
+fn global_name(rest: &[u8]) -> Option<String> {
+    let window = &rest[..rest.len().min(512)];
+    let mut lines = window.split(|&b| b == b'\n');
+    let module = lines.next()?;
+    let name = lines.next()?;
+    lines.next()?; // the name line must be complete
+    let printable = |s: &[u8]| s.iter().all(|b| b.is_ascii_graphic());
+    if module.is_empty() || name.is_empty() || !printable(module) || !printable(name) {
+        return None;
+    }
+    Some(format!(
+        "{}.{}",
+        String::from_utf8_lossy(module),
+        String::from_utf8_lossy(name)
+    ))
+}

@@ -1,0 +1,1513 @@
+//! Builds a [`Snapshot`] while a decoder streams the file.
+//!
+//! Containers are filled through handles ([`V::Open`]) and *finalized when placed* in
+//! their parent (the [`Builder`] contract: CPython writes a container completely before
+//! it places it). At that moment a dict is recognised by its keys — a trace entry has
+//! `action`, a frame `filename`, a segment `total_size`, a block `state`, … — and its
+//! fields go straight into columns; what remains of it is a 16-byte [`V`] such as
+//! `Event(17)`. A list of frames becomes an interned stack; a list of consecutive
+//! records becomes a run (`start, len`), so a trace of millions of entries is one
+//! range. The memo entry that pointed at the open container is rewritten to the
+//! finalized value, so memory after loading is proportional to events and distinct
+//! strings/frames/stacks, not to the file, and a frame dict or frame list referenced a
+//! million times is hashed once.
+//!
+//! Anything not recognised is kept as a small generic tree (settings, metadata).
+
+use std::mem;
+use std::ops::Range;
+use std::vec::Drain;
+
+use memscope_pickle::{BuildError, Builder, BytesKind, ContainerKind, Memo, MemoSlot};
+use rustc_hash::FxHashMap;
+
+use crate::intern::{Frame, FrameId, FxInfo, StackId, StrId};
+use crate::model::{
+    Action, BlockState, Encoding, Setting, SettingValue, Snapshot, Trace, HOST_DEVICE, NONE,
+    NO_TIME,
+};
+
+/// Containers nested deeper than this are refused (snapshots nest about 6 deep; the
+/// limit keeps every recursive walk of generic values shallow).
+pub const MAX_DEPTH: u32 = 256;
+
+/// A handle to a value under construction or finalized.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum V {
+    /// `None`.
+    None,
+    /// A boolean.
+    Bool(bool),
+    /// An `i64`.
+    Int(i64),
+    /// A wider integer: index into the builder's big-int store.
+    Big(u32),
+    /// A float.
+    Float(f64),
+    /// An interned string.
+    Str(StrId),
+    /// Bytes: index into the builder's byte store.
+    Bytes(u32),
+    /// A container still being filled.
+    Open(Handle),
+    /// A finished empty list.
+    EmptyList,
+    /// A finished frame dict.
+    Frame(FrameId),
+    /// A finished non-empty list of frames.
+    Stack(StackId),
+    /// A finished trace entry: index into the event columns.
+    Event(u32),
+    /// A finished block.
+    Block(u32),
+    /// A finished segment.
+    Segment(u32),
+    /// A finished block-history entry.
+    History(u32),
+    /// A finished external annotation.
+    Annotation(u32),
+    /// A finished list of consecutive records of one kind.
+    Run(RecordKind, u32, u32),
+    /// A finished generic container: index into the generic store.
+    Gen(u32),
+}
+
+/// Kinds of record a dict can be recognised as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A trace entry.
+    Event,
+    /// A block.
+    Block,
+    /// A segment.
+    Segment,
+    /// A block-history entry.
+    History,
+    /// An external annotation.
+    Annotation,
+}
+
+impl RecordKind {
+    fn of(v: V) -> Option<(RecordKind, u32)> {
+        match v {
+            V::Event(i) => Some((RecordKind::Event, i)),
+            V::Block(i) => Some((RecordKind::Block, i)),
+            V::Segment(i) => Some((RecordKind::Segment, i)),
+            V::History(i) => Some((RecordKind::History, i)),
+            V::Annotation(i) => Some((RecordKind::Annotation, i)),
+            _ => None,
+        }
+    }
+
+    fn value(self, i: u32) -> V {
+        match self {
+            RecordKind::Event => V::Event(i),
+            RecordKind::Block => V::Block(i),
+            RecordKind::Segment => V::Segment(i),
+            RecordKind::History => V::History(i),
+            RecordKind::Annotation => V::Annotation(i),
+        }
+    }
+}
+
+/// A slot and its generation: a stale handle (to a container finalized since) is
+/// detected instead of silently aliasing the slot's next occupant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle {
+    slot: u32,
+    gen: u32,
+}
+
+/// A container being filled.
+#[derive(Debug)]
+struct Slot {
+    gen: u32,
+    kind: ContainerKind,
+    /// First memo index holding this container (`NONE` if not memoized).
+    memo: u32,
+    /// A memo lookup handed out this handle while open: another copy may be waiting on
+    /// the decoder's stack (CPython shares one empty `[]` between a segment and its
+    /// block this way), so the finalized value must stay findable.
+    shared: bool,
+    depth: u32,
+    /// While every item so far is a consecutive record of one kind.
+    run: Option<(RecordKind, u32, u32)>,
+    /// Items (dicts: key, value, key, value, …). Capacity is reused across occupants.
+    values: Vec<V>,
+}
+
+/// Kinds of generic container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenKind {
+    /// list
+    List,
+    /// dict (items are key, value, key, value, …)
+    Dict,
+    /// tuple
+    Tuple,
+    /// set
+    Set,
+    /// frozenset
+    FrozenSet,
+}
+
+#[derive(Debug)]
+struct GenNode {
+    kind: GenKind,
+    depth: u32,
+    items: Vec<V>,
+}
+
+/// Well-known strings, interned first so their ids are these constants.
+mod key {
+    macro_rules! keys {
+        ($($name:ident = $text:expr,)*) => {
+            pub const ALL: &[&str] = &[$($text,)*];
+            keys!(@ids 0u32, $($name,)*);
+        };
+        (@ids $n:expr, $name:ident, $($rest:ident,)*) => {
+            pub const $name: u32 = $n;
+            keys!(@ids $n + 1, $($rest,)*);
+        };
+        (@ids $n:expr,) => {};
+    }
+    keys! {
+        EMPTY = "",
+        ACTION = "action",
+        ADDR = "addr",
+        SIZE = "size",
+        STREAM = "stream",
+        TIME_US = "time_us",
+        FRAMES = "frames",
+        COMPILE_CONTEXT = "compile_context",
+        USER_METADATA = "user_metadata",
+        DEVICE_FREE = "device_free",
+        POOL_ID = "pool_id",
+        FORWARD_FRAMES = "forward_frames",
+        INTERNAL_METADATA = "internal_metadata",
+        FILENAME = "filename",
+        LINE = "line",
+        NAME = "name",
+        FX_NODE_OP = "fx_node_op",
+        FX_NODE_NAME = "fx_node_name",
+        FX_NODE_TARGET = "fx_node_target",
+        FX_ORIGINAL_TRACE = "fx_original_trace",
+        DEVICE = "device",
+        ADDRESS = "address",
+        TOTAL_SIZE = "total_size",
+        ALLOCATED_SIZE = "allocated_size",
+        ACTIVE_SIZE = "active_size",
+        REQUESTED_SIZE = "requested_size",
+        SEGMENT_TYPE = "segment_type",
+        SEGMENT_POOL_ID = "segment_pool_id",
+        IS_EXPANDABLE = "is_expandable",
+        BLOCKS = "blocks",
+        STATE = "state",
+        HISTORY = "history",
+        REAL_SIZE = "real_size",
+        STAGE = "stage",
+        START = "START",
+        END = "END",
+        SEGMENTS = "segments",
+        DEVICE_TRACES = "device_traces",
+        ALLOCATOR_SETTINGS = "allocator_settings",
+        EXTERNAL_ANNOTATIONS = "external_annotations",
+        HOST_SEGMENTS = "host_segments",
+        HOST_TRACES = "host_traces",
+    }
+}
+
+/// An integer too wide for `i64`.
+#[derive(Clone, Debug)]
+enum BigInt {
+    Fits(i128),
+    Huge(Box<[u8]>),
+}
+
+/// Builds a [`Snapshot`]; see the module docs.
+#[derive(Debug)]
+pub struct SnapshotBuilder {
+    snap: Snapshot,
+    memo: Memo<V>,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    /// Memo indices beyond a slot's first (hostile pickles only).
+    extra_memo: FxHashMap<u32, Vec<u32>>,
+    /// Finalized values of shared containers, for handle copies still on the stack.
+    forwards: FxHashMap<Handle, V>,
+    gens: Vec<GenNode>,
+    bigs: Vec<BigInt>,
+    bytes: Vec<Box<[u8]>>,
+    /// Action string → index in `snap.actions`.
+    action_codes: FxHashMap<StrId, u8>,
+    /// Stream value → index in `snap.streams`.
+    stream_codes: FxHashMap<u64, u32>,
+    /// Scratch for stack interning.
+    frame_scratch: Vec<FrameId>,
+    root: Option<Root>,
+}
+
+/// What the top level turned out to be.
+#[derive(Debug)]
+enum Root {
+    Snapshot,
+    Error(String),
+}
+
+impl Default for SnapshotBuilder {
+    fn default() -> Self {
+        SnapshotBuilder::new()
+    }
+}
+
+fn wrong(expected: &'static str, found: &'static str) -> BuildError {
+    BuildError::WrongType { expected, found }
+}
+
+fn invalid(reason: &str) -> BuildError {
+    BuildError::Invalid(reason.to_owned())
+}
+
+impl SnapshotBuilder {
+    /// A builder for one file.
+    pub fn new() -> Self {
+        let mut snap = Snapshot::default();
+        for (i, text) in key::ALL.iter().enumerate() {
+            let id = snap.strings.intern(text).map(|id| id.0);
+            debug_assert_eq!(id, Ok(i as u32));
+        }
+        SnapshotBuilder {
+            snap,
+            memo: Memo::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            extra_memo: FxHashMap::default(),
+            forwards: FxHashMap::default(),
+            gens: Vec::new(),
+            bigs: Vec::new(),
+            bytes: Vec::new(),
+            action_codes: FxHashMap::default(),
+            stream_codes: FxHashMap::default(),
+            frame_scratch: Vec::new(),
+            root: None,
+        }
+    }
+
+    /// Trace entries recognised so far (for progress reports).
+    pub fn events_so_far(&self) -> usize {
+        self.snap.events.len()
+    }
+
+    /// The snapshot, once the decoder finished; an error naming what the top level was
+    /// if it is not a snapshot.
+    pub fn into_snapshot(self, encoding: Encoding) -> Result<Snapshot, String> {
+        match self.root {
+            Some(Root::Snapshot) => {
+                let mut snap = self.snap;
+                snap.encoding.json = encoding.json;
+                snap.encoding.gzip = encoding.gzip;
+                Ok(snap)
+            }
+            Some(Root::Error(reason)) => Err(reason),
+            None => Err("the data ended before its top-level value was complete".to_owned()),
+        }
+    }
+
+    // ----- handles and slots -----
+
+    fn open(&mut self, kind: ContainerKind) -> Result<V, BuildError> {
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                s.kind = kind;
+                s.memo = NONE;
+                s.shared = false;
+                s.depth = 1;
+                s.run = None;
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len())
+                    .map_err(|_| invalid("more than 4 billion open containers"))?;
+                self.slots.push(Slot {
+                    gen: 0,
+                    kind,
+                    memo: NONE,
+                    shared: false,
+                    depth: 1,
+                    run: None,
+                    values: Vec::new(),
+                });
+                slot
+            }
+        };
+        Ok(V::Open(Handle {
+            slot,
+            gen: self.slots[slot as usize].gen,
+        }))
+    }
+
+    /// The open container a handle names, if the handle is current.
+    fn check(&self, h: Handle) -> Result<usize, BuildError> {
+        match self.slots.get(h.slot as usize) {
+            Some(slot) if slot.gen == h.gen => Ok(h.slot as usize),
+            _ => Err(BuildError::Recursive),
+        }
+    }
+
+    /// The target of a fill operation: an open container of kind `kind`.
+    fn target(&self, v: &V, kind: ContainerKind) -> Result<(Handle, usize), BuildError> {
+        match *v {
+            V::Open(h) => {
+                let i = self.check(h)?;
+                if self.slots[i].kind == kind {
+                    Ok((h, i))
+                } else {
+                    Err(wrong(kind.name(), self.slots[i].kind.name()))
+                }
+            }
+            // A finished container changed again: only cyclic data does that.
+            V::EmptyList | V::Stack(_) | V::Run(..) | V::Gen(_) => Err(BuildError::Recursive),
+            other => Err(wrong(kind.name(), self.describe(other))),
+        }
+    }
+
+    /// Places `v` inside a container (`parent`, if it is one being filled): an open
+    /// container is finalized now.
+    fn place(&mut self, v: V, parent: Option<Handle>) -> Result<V, BuildError> {
+        match v {
+            V::Open(h) => {
+                if Some(h) == parent {
+                    return Err(BuildError::Recursive);
+                }
+                match self.check(h) {
+                    Ok(i) => self.finalize(h, i, true),
+                    // A copy of a shared container finalized elsewhere already.
+                    Err(e) => self.forwards.get(&h).copied().ok_or(e),
+                }
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn depth_of(&self, v: V) -> u32 {
+        match v {
+            V::Gen(id) => self.gens[id as usize].depth,
+            V::Open(h) => self.slots.get(h.slot as usize).map_or(1, |s| s.depth),
+            V::Run(..) | V::Stack(_) => 2,
+            V::EmptyList => 1,
+            V::Event(_) | V::Block(_) | V::Segment(_) => 3,
+            V::Frame(_) | V::History(_) | V::Annotation(_) => 1,
+            _ => 0,
+        }
+    }
+
+    /// Adds a placed item to slot `i`.
+    fn push_item(&mut self, i: usize, v: V) -> Result<(), BuildError> {
+        let depth = self.depth_of(v) + 1;
+        let slot = &mut self.slots[i];
+        if depth > slot.depth {
+            if depth > MAX_DEPTH {
+                return Err(BuildError::TooDeep { limit: MAX_DEPTH });
+            }
+            slot.depth = depth;
+        }
+        if slot.kind == ContainerKind::List {
+            match (slot.run, RecordKind::of(v)) {
+                (Some((kind, start, len)), Some((k, idx))) if k == kind && idx == start + len => {
+                    slot.run = Some((kind, start, len + 1));
+                    return Ok(());
+                }
+                (None, Some((k, idx))) if slot.values.is_empty() => {
+                    slot.run = Some((k, idx, 1));
+                    return Ok(());
+                }
+                (Some((kind, start, len)), _) => {
+                    // The run is broken: spell it out.
+                    slot.run = None;
+                    slot.values.extend((start..start + len).map(|r| kind.value(r)));
+                }
+                _ => {}
+            }
+        }
+        slot.values.push(v);
+        Ok(())
+    }
+
+    /// Finishes slot `i` (handle `h`): a record, a stack, a run or a generic container.
+    /// `classify` is false for the top level, which is read as a plain dict or list.
+    fn finalize(&mut self, h: Handle, i: usize, classify: bool) -> Result<V, BuildError> {
+        let mut values = mem::take(&mut self.slots[i].values);
+        let slot = &self.slots[i];
+        let (kind, run, depth, memo, shared) =
+            (slot.kind, slot.run, slot.depth, slot.memo, slot.shared);
+        let result = match kind {
+            ContainerKind::List => match run {
+                Some((kind, start, len)) => Ok(V::Run(kind, start, len)),
+                None if values.is_empty() => Ok(V::EmptyList),
+                None if classify && values.iter().all(|v| matches!(v, V::Frame(_))) => {
+                    self.frame_scratch.clear();
+                    self.frame_scratch.extend(values.iter().filter_map(|v| match v {
+                        V::Frame(f) => Some(*f),
+                        _ => None,
+                    }));
+                    self.snap
+                        .stacks
+                        .intern(&self.frame_scratch)
+                        .map(V::Stack)
+                        .map_err(invalid)
+                }
+                None => self.new_gen(GenKind::List, depth, values.drain(..).collect()),
+            },
+            ContainerKind::Dict if classify => self.record(&values, depth),
+            ContainerKind::Dict => self.new_gen(GenKind::Dict, depth, values.drain(..).collect()),
+            ContainerKind::Set => self.new_gen(GenKind::Set, depth, values.drain(..).collect()),
+        };
+        values.clear();
+        // Release the slot (keeping its buffer) and point the memo at the result.
+        let slot = &mut self.slots[i];
+        slot.values = values;
+        slot.gen = slot.gen.wrapping_add(1);
+        slot.run = None;
+        self.free_slots.push(h.slot);
+        let result = result?;
+        if shared {
+            self.forwards.insert(h, result);
+        }
+        if memo != NONE {
+            self.rewrite_memo(memo, h, result);
+            if let Some(extra) = self.extra_memo.remove(&h.slot) {
+                for index in extra {
+                    self.rewrite_memo(index, h, result);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    fn rewrite_memo(&mut self, index: u32, h: Handle, result: V) {
+        if let Some(entry) = self.memo.get_mut(index) {
+            if *entry == V::Open(h) {
+                *entry = result;
+            }
+        }
+    }
+
+    fn new_gen(&mut self, kind: GenKind, depth: u32, items: Vec<V>) -> Result<V, BuildError> {
+        let id = u32::try_from(self.gens.len())
+            .map_err(|_| invalid("more than 4 billion containers"))?;
+        self.gens.push(GenNode { kind, depth, items });
+        Ok(V::Gen(id))
+    }
+
+    fn describe(&self, v: V) -> &'static str {
+        match v {
+            V::None => "None",
+            V::Bool(_) => "bool",
+            V::Int(_) | V::Big(_) => "int",
+            V::Float(_) => "float",
+            V::Str(_) => "str",
+            V::Bytes(_) => "bytes",
+            V::Open(h) => match self.slots.get(h.slot as usize).map(|s| s.kind) {
+                Some(ContainerKind::Dict) => "dict",
+                Some(ContainerKind::Set) => "set",
+                _ => "list",
+            },
+            V::EmptyList | V::Stack(_) | V::Run(..) => "list",
+            V::Frame(_) => "frame dict",
+            V::Event(_) => "trace entry",
+            V::Block(_) => "block",
+            V::Segment(_) => "segment",
+            V::History(_) => "history entry",
+            V::Annotation(_) => "annotation",
+            V::Gen(id) => match self.gens[id as usize].kind {
+                GenKind::List => "list",
+                GenKind::Dict => "dict",
+                GenKind::Tuple => "tuple",
+                GenKind::Set => "set",
+                GenKind::FrozenSet => "frozenset",
+            },
+        }
+    }
+
+    // ----- scalar access -----
+
+    fn as_i128(&self, v: V) -> Option<i128> {
+        match v {
+            V::Int(i) => Some(i128::from(i)),
+            V::Bool(b) => Some(i128::from(b)),
+            V::Big(id) => match &self.bigs[id as usize] {
+                BigInt::Fits(i) => Some(*i),
+                BigInt::Huge(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// An unsigned field; `what` names it in the warning when it is not one.
+    fn u64_field(&mut self, v: V, what: &'static str) -> u64 {
+        match self.as_i128(v).and_then(|i| u64::try_from(i).ok()) {
+            Some(u) => u,
+            None => {
+                if v != V::None {
+                    self.snap.warnings.add(what, None);
+                }
+                0
+            }
+        }
+    }
+
+    fn i64_field(&mut self, v: V, what: &'static str) -> Option<i64> {
+        match self.as_i128(v).and_then(|i| i64::try_from(i).ok()) {
+            Some(i) => Some(i),
+            None => {
+                if v != V::None {
+                    self.snap.warnings.add(what, None);
+                }
+                None
+            }
+        }
+    }
+
+    fn stack_field(&mut self, v: V, what: &'static str) -> StackId {
+        match v {
+            V::Stack(s) => s,
+            V::EmptyList | V::None => StackId::EMPTY,
+            _ => {
+                self.snap.warnings.add(what, None);
+                StackId::EMPTY
+            }
+        }
+    }
+
+    fn str_field(&mut self, v: V, what: &'static str) -> Option<StrId> {
+        match v {
+            V::Str(s) => Some(s),
+            V::None => None,
+            other => {
+                self.snap.warnings.add(what, None);
+                self.intern_text(other).ok()
+            }
+        }
+    }
+
+    /// Interns the Python-like text of any value (for metadata shown as text).
+    fn intern_text(&mut self, v: V) -> Result<StrId, BuildError> {
+        let text = self.text(v);
+        self.snap.strings.intern(&text).map_err(invalid)
+    }
+
+    fn stream_code(&mut self, v: V) -> u32 {
+        let stream = self.u64_field(v, "a stream that is not an integer");
+        let next = self.snap.streams.len() as u32;
+        *self.stream_codes.entry(stream).or_insert_with(|| {
+            self.snap.streams.push(stream);
+            next
+        })
+    }
+
+    fn range_of(&mut self, v: V, kind: RecordKind, what: &'static str) -> Range<u32> {
+        match v {
+            V::Run(k, start, len) if k == kind => start..start + len,
+            V::EmptyList | V::None => 0..0,
+            V::Gen(id) if self.gens[id as usize].kind == GenKind::List => {
+                // Records not in order (not written by CPython): copy them to the end of
+                // their columns so the range is contiguous.
+                let items = mem::take(&mut self.gens[id as usize].items);
+                let mut range = None::<Range<u32>>;
+                for item in &items {
+                    match RecordKind::of(*item) {
+                        Some((k, idx)) if k == kind => {
+                            let copy = self.copy_record(kind, idx);
+                            range = Some(match range {
+                                Some(r) => r.start..copy + 1,
+                                None => copy..copy + 1,
+                            });
+                        }
+                        _ => self.snap.warnings.add(what, None),
+                    }
+                }
+                self.gens[id as usize].items = items;
+                range.unwrap_or(0..0)
+            }
+            _ => {
+                self.snap.warnings.add(what, None);
+                0..0
+            }
+        }
+    }
+
+    /// Appends a copy of record `idx` to its columns; returns the copy's index.
+    fn copy_record(&mut self, kind: RecordKind, idx: u32) -> u32 {
+        let i = idx as usize;
+        let s = &mut self.snap;
+        match kind {
+            RecordKind::Event => {
+                let e = &mut s.events;
+                let new = e.action.len() as u32;
+                e.action.push(e.action[i]);
+                e.addr.push(e.addr[i]);
+                e.size.push(e.size[i]);
+                e.stream.push(e.stream[i]);
+                e.time_us.push(e.time_us[i]);
+                e.stack.push(e.stack[i]);
+                let sp = &mut e.sparse;
+                copy_sparse(&mut sp.compile_context, idx, new);
+                copy_sparse(&mut sp.user_metadata, idx, new);
+                copy_sparse(&mut sp.device_free, idx, new);
+                copy_sparse(&mut sp.pool_id, idx, new);
+                copy_sparse(&mut sp.forward_frames, idx, new);
+                new
+            }
+            RecordKind::Block => {
+                let b = &mut s.blocks;
+                let new = b.address.len() as u32;
+                b.address.push(b.address[i]);
+                b.size.push(b.size[i]);
+                b.requested_size.push(b.requested_size[i]);
+                b.state.push(b.state[i]);
+                b.stack.push(b.stack[i]);
+                b.history.push(b.history[i].clone());
+                new
+            }
+            RecordKind::Segment => {
+                let g = &mut s.segments;
+                let new = g.address.len() as u32;
+                g.device.push(g.device[i]);
+                g.address.push(g.address[i]);
+                g.total_size.push(g.total_size[i]);
+                g.allocated_size.push(g.allocated_size[i]);
+                g.active_size.push(g.active_size[i]);
+                g.requested_size.push(g.requested_size[i]);
+                g.stream.push(g.stream[i]);
+                g.segment_type.push(g.segment_type[i]);
+                g.pool_id.push(g.pool_id[i]);
+                g.is_expandable.push(g.is_expandable[i]);
+                g.stack.push(g.stack[i]);
+                g.blocks.push(g.blocks[i].clone());
+                new
+            }
+            RecordKind::History => {
+                let h = &mut s.history;
+                let new = h.addr.len() as u32;
+                h.addr.push(h.addr[i]);
+                h.real_size.push(h.real_size[i]);
+                h.stack.push(h.stack[i]);
+                new
+            }
+            RecordKind::Annotation => {
+                let a = &mut s.annotations;
+                let new = a.name.len() as u32;
+                a.name.push(a.name[i]);
+                a.is_start.push(a.is_start[i]);
+                a.device.push(a.device[i]);
+                a.time_us.push(a.time_us[i]);
+                new
+            }
+        }
+    }
+
+    // ----- records -----
+
+    /// Recognises a finished dict by its keys and files it into columns.
+    fn record(&mut self, items: &[V], depth: u32) -> Result<V, BuildError> {
+        let mut kind = None;
+        for pair in items.chunks_exact(2) {
+            if let V::Str(StrId(k)) = pair[0] {
+                let this = match k {
+                    key::ACTION => 0,
+                    key::TOTAL_SIZE | key::BLOCKS => 1,
+                    key::STATE => 2,
+                    key::REAL_SIZE => 3,
+                    key::STAGE => 4,
+                    key::FILENAME => 5,
+                    _ => continue,
+                };
+                kind = Some(kind.map_or(this, |k: u8| k.min(this)));
+            }
+        }
+        match kind {
+            Some(0) => self.event(items),
+            Some(1) => self.segment(items),
+            Some(2) => self.block(items),
+            Some(3) => self.history(items),
+            Some(4) => self.annotation(items),
+            Some(_) => self.frame(items),
+            None => self.new_gen(GenKind::Dict, depth, items.to_vec()),
+        }
+    }
+
+    fn unknown_key(&mut self, what: &'static str, k: V) {
+        match k {
+            V::Str(id) => self.snap.warnings.add(what, Some(id)),
+            _ => self.snap.warnings.add(what, None),
+        }
+    }
+
+    fn event(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let index = u32::try_from(self.snap.events.len())
+            .ok()
+            .filter(|&i| i != NONE)
+            .ok_or_else(|| invalid("more than 4 billion trace entries"))?;
+        let (mut action, mut addr, mut size, mut stream) = (None, 0, 0, 0);
+        let (mut time_us, mut stack) = (NO_TIME, StackId::EMPTY);
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            let V::Str(StrId(id)) = k else {
+                self.unknown_key("a trace entry key that is not a string", k);
+                continue;
+            };
+            match id {
+                key::ACTION => action = Some(v),
+                key::ADDR => addr = self.u64_field(v, "a trace entry addr that is not an address"),
+                key::SIZE => size = self.u64_field(v, "a trace entry size that is not a size"),
+                key::STREAM => stream = self.stream_code(v),
+                key::TIME_US => {
+                    time_us = self
+                        .i64_field(v, "a trace entry time_us that is not an integer")
+                        .unwrap_or(NO_TIME)
+                }
+                key::FRAMES => stack = self.stack_field(v, "trace entry frames that are not frames"),
+                key::COMPILE_CONTEXT => {
+                    if let Some(s) = self.text_field(v) {
+                        self.snap.events.sparse.compile_context.push((index, s));
+                    }
+                }
+                key::USER_METADATA => {
+                    if let Some(s) = self.text_field(v) {
+                        self.snap.events.sparse.user_metadata.push((index, s));
+                    }
+                }
+                key::DEVICE_FREE => {
+                    let free = self.u64_field(v, "an oom device_free that is not a size");
+                    self.snap.events.sparse.device_free.push((index, free));
+                }
+                key::POOL_ID => {
+                    let pool = self.pool_id(v);
+                    if pool != (0, 0) {
+                        self.snap.events.sparse.pool_id.push((index, pool));
+                    }
+                }
+                key::FORWARD_FRAMES => {
+                    let s = self.stack_field(v, "trace entry forward_frames that are not frames");
+                    if s != StackId::EMPTY {
+                        self.snap.events.sparse.forward_frames.push((index, s));
+                    }
+                }
+                key::INTERNAL_METADATA => {}
+                _ => self.unknown_key("unknown key in trace entries", k),
+            }
+        }
+        let action = match action {
+            Some(V::Str(s)) => s,
+            Some(other) => {
+                self.snap
+                    .warnings
+                    .add("a trace entry action that is not a string", None);
+                self.intern_text(other)?
+            }
+            None => StrId(key::EMPTY),
+        };
+        let code = self.action_code(action);
+        let e = &mut self.snap.events;
+        e.action.push(code);
+        e.addr.push(addr);
+        e.size.push(size);
+        e.stream.push(stream);
+        e.time_us.push(time_us);
+        e.stack.push(stack);
+        Ok(V::Event(index))
+    }
+
+    /// A text field kept only when it says something (not None, not empty).
+    fn text_field(&mut self, v: V) -> Option<StrId> {
+        match v {
+            V::None | V::Str(StrId(key::EMPTY)) => None,
+            V::Str(s) => Some(s),
+            other => self.intern_text(other).ok(),
+        }
+    }
+
+    fn action_code(&mut self, action: StrId) -> u8 {
+        if let Some(&code) = self.action_codes.get(&action) {
+            return code;
+        }
+        let snap = &mut self.snap;
+        if snap.actions.len() >= usize::from(u8::MAX) {
+            // Hostile input only: more than 255 distinct actions share the last code.
+            snap.warnings.add("more than 255 distinct actions", None);
+            return u8::MAX - 1;
+        }
+        let code = snap.actions.len() as u8;
+        snap.actions.push(action);
+        snap.action_kinds
+            .push(Action::from_name(snap.strings.get(action)));
+        self.action_codes.insert(action, code);
+        code
+    }
+
+    fn pool_id(&mut self, v: V) -> (i64, i64) {
+        if let V::Gen(id) = v {
+            if let [a, b] = self.gens[id as usize].items[..] {
+                if let (Some(a), Some(b)) = (
+                    self.as_i128(a).and_then(|i| i64::try_from(i).ok()),
+                    self.as_i128(b).and_then(|i| i64::try_from(i).ok()),
+                ) {
+                    return (a, b);
+                }
+            }
+        }
+        if v != V::None {
+            self.snap
+                .warnings
+                .add("a pool id that is not a pair of integers", None);
+        }
+        (0, 0)
+    }
+
+    fn frame(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let mut frame = Frame {
+            filename: StrId(key::EMPTY),
+            line: 0,
+            name: StrId(key::EMPTY),
+            fx: FxInfo::default(),
+        };
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            let V::Str(StrId(id)) = k else {
+                self.unknown_key("a frame key that is not a string", k);
+                continue;
+            };
+            let text = |b: &mut Self, v| b.str_field(v, "a frame field that is not text");
+            match id {
+                key::FILENAME => frame.filename = text(self, v).unwrap_or(StrId(key::EMPTY)),
+                key::NAME => frame.name = text(self, v).unwrap_or(StrId(key::EMPTY)),
+                key::LINE => {
+                    frame.line = match self.as_i128(v) {
+                        Some(line) => line,
+                        None => {
+                            self.snap
+                                .warnings
+                                .add("a frame line that is not an integer", None);
+                            -1
+                        }
+                    }
+                }
+                key::FX_NODE_OP => frame.fx.node_op = text(self, v),
+                key::FX_NODE_NAME => frame.fx.node_name = text(self, v),
+                key::FX_NODE_TARGET => frame.fx.node_target = text(self, v),
+                key::FX_ORIGINAL_TRACE => frame.fx.original_trace = text(self, v),
+                _ => self.unknown_key("unknown key in frames", k),
+            }
+        }
+        self.snap.frames.intern(frame).map(V::Frame).map_err(invalid)
+    }
+
+    fn segment(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let index = self.snap.segments.len() as u32;
+        let mut device = 0i32;
+        let (mut address, mut total, mut allocated, mut active, mut requested) = (0, 0, 0, 0, 0);
+        let (mut stream, mut segment_type, mut pool, mut expandable) =
+            (None, StrId(key::EMPTY), (0, 0), false);
+        let (mut stack, mut blocks) = (StackId::EMPTY, 0..0);
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            let V::Str(StrId(id)) = k else {
+                self.unknown_key("a segment key that is not a string", k);
+                continue;
+            };
+            match id {
+                key::DEVICE => {
+                    device = self
+                        .i64_field(v, "a segment device that is not an integer")
+                        .and_then(|d| i32::try_from(d).ok())
+                        .unwrap_or(0)
+                }
+                key::ADDRESS => address = self.u64_field(v, "a segment address that is not one"),
+                key::TOTAL_SIZE => total = self.u64_field(v, "a segment size that is not a size"),
+                key::ALLOCATED_SIZE => {
+                    allocated = self.u64_field(v, "a segment size that is not a size")
+                }
+                key::ACTIVE_SIZE => active = self.u64_field(v, "a segment size that is not a size"),
+                key::REQUESTED_SIZE => {
+                    requested = self.u64_field(v, "a segment size that is not a size")
+                }
+                key::STREAM => stream = Some(self.stream_code(v)),
+                key::SEGMENT_TYPE => {
+                    segment_type = self
+                        .str_field(v, "a segment type that is not text")
+                        .unwrap_or(StrId(key::EMPTY))
+                }
+                key::SEGMENT_POOL_ID => pool = self.pool_id(v),
+                key::IS_EXPANDABLE => expandable = matches!(v, V::Bool(true) | V::Int(1)),
+                key::FRAMES => stack = self.stack_field(v, "segment frames that are not frames"),
+                key::BLOCKS => {
+                    blocks = self.range_of(v, RecordKind::Block, "a segment block that is not a block")
+                }
+                _ => self.unknown_key("unknown key in segments", k),
+            }
+        }
+        let stream = match stream {
+            Some(code) => code,
+            None => self.stream_code(V::Int(0)),
+        };
+        // torch ≤ 2.0 blocks carry no address: they tile the segment in order.
+        let mut next = address;
+        for b in blocks.clone() {
+            let b = b as usize;
+            if self.snap.blocks.address[b] == u64::MAX {
+                self.snap.blocks.address[b] = next;
+            }
+            next = self.snap.blocks.address[b].saturating_add(self.snap.blocks.size[b]);
+        }
+        let g = &mut self.snap.segments;
+        g.device.push(device);
+        g.address.push(address);
+        g.total_size.push(total);
+        g.allocated_size.push(allocated);
+        g.active_size.push(active);
+        g.requested_size.push(requested);
+        g.stream.push(stream);
+        g.segment_type.push(segment_type);
+        g.pool_id.push(pool);
+        g.is_expandable.push(expandable);
+        g.stack.push(stack);
+        g.blocks.push(blocks);
+        Ok(V::Segment(index))
+    }
+
+    fn block(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let index = self.snap.blocks.len() as u32;
+        let (mut address, mut size, mut requested) = (u64::MAX, 0, u64::MAX);
+        let (mut state, mut stack, mut history) = (BlockState::Other, None, 0..0);
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            let V::Str(StrId(id)) = k else {
+                self.unknown_key("a block key that is not a string", k);
+                continue;
+            };
+            match id {
+                key::ADDRESS => address = self.u64_field(v, "a block address that is not one"),
+                key::SIZE => size = self.u64_field(v, "a block size that is not a size"),
+                key::REQUESTED_SIZE => {
+                    requested = self.u64_field(v, "a block size that is not a size")
+                }
+                key::STATE => {
+                    state = match self.str_field(v, "a block state that is not text") {
+                        Some(s) => BlockState::from_name(self.snap.strings.get(s)),
+                        None => BlockState::Other,
+                    };
+                    if state == BlockState::Other {
+                        self.snap.warnings.add("an unknown block state", None);
+                    }
+                }
+                key::FRAMES => {
+                    stack = Some(self.stack_field(v, "block frames that are not frames"))
+                }
+                key::HISTORY => {
+                    history = self.range_of(
+                        v,
+                        RecordKind::History,
+                        "a block history entry that is not one",
+                    )
+                }
+                _ => self.unknown_key("unknown key in blocks", k),
+            }
+        }
+        // Without frames of its own, a torch ≤ 2.0 block shows its newest history entry's.
+        let stack = stack.unwrap_or_else(|| {
+            self.snap
+                .history
+                .stack
+                .get(history.start as usize)
+                .filter(|_| !history.is_empty())
+                .copied()
+                .unwrap_or(StackId::EMPTY)
+        });
+        let b = &mut self.snap.blocks;
+        b.address.push(address);
+        b.size.push(size);
+        b.requested_size.push(requested);
+        b.state.push(state);
+        b.stack.push(stack);
+        b.history.push(history);
+        Ok(V::Block(index))
+    }
+
+    fn history(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let index = self.snap.history.addr.len() as u32;
+        let (mut addr, mut real_size, mut stack) = (0, 0, StackId::EMPTY);
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            match k {
+                V::Str(StrId(key::ADDR)) => {
+                    addr = self.u64_field(v, "a history addr that is not an address")
+                }
+                V::Str(StrId(key::REAL_SIZE)) => {
+                    real_size = self.u64_field(v, "a history size that is not a size")
+                }
+                V::Str(StrId(key::FRAMES)) => {
+                    stack = self.stack_field(v, "history frames that are not frames")
+                }
+                _ => self.unknown_key("unknown key in block history entries", k),
+            }
+        }
+        let h = &mut self.snap.history;
+        h.addr.push(addr);
+        h.real_size.push(real_size);
+        h.stack.push(stack);
+        Ok(V::History(index))
+    }
+
+    fn annotation(&mut self, items: &[V]) -> Result<V, BuildError> {
+        let index = self.snap.annotations.len() as u32;
+        let (mut name, mut is_start, mut device, mut time_us) =
+            (StrId(key::EMPTY), false, 0, NO_TIME);
+        for pair in items.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            match k {
+                V::Str(StrId(key::NAME)) => {
+                    name = self
+                        .str_field(v, "an annotation name that is not text")
+                        .unwrap_or(StrId(key::EMPTY))
+                }
+                V::Str(StrId(key::STAGE)) => match v {
+                    V::Str(StrId(key::START)) => is_start = true,
+                    V::Str(StrId(key::END)) => is_start = false,
+                    _ => self.snap.warnings.add("an annotation stage that is not START or END", None),
+                },
+                V::Str(StrId(key::DEVICE)) => {
+                    device = self
+                        .i64_field(v, "an annotation device that is not an integer")
+                        .and_then(|d| i32::try_from(d).ok())
+                        .unwrap_or(0)
+                }
+                V::Str(StrId(key::TIME_US)) => {
+                    time_us = self
+                        .i64_field(v, "an annotation time_us that is not an integer")
+                        .unwrap_or(NO_TIME)
+                }
+                _ => self.unknown_key("unknown key in external annotations", k),
+            }
+        }
+        let a = &mut self.snap.annotations;
+        a.name.push(name);
+        a.is_start.push(is_start);
+        a.device.push(device);
+        a.time_us.push(time_us);
+        Ok(V::Annotation(index))
+    }
+
+    // ----- the top level -----
+
+    fn finish_root(&mut self, root: V) -> Result<(), String> {
+        let root = match root {
+            V::Open(h) => {
+                let i = self.check(h).map_err(|e| e.to_string())?;
+                self.finalize(h, i, false).map_err(|e| e.to_string())?
+            }
+            other => other,
+        };
+        match root {
+            V::Gen(id) if self.gens[id as usize].kind == GenKind::Dict => self.finish_dict(id),
+            V::Run(RecordKind::Segment, ..) | V::EmptyList => {
+                self.snap.encoding.legacy_segment_list = true;
+                let order = self.segment_order(root, "a list item that is not a segment");
+                self.finish_segments(&order, &[]);
+                Ok(())
+            }
+            V::Gen(id) if self.gens[id as usize].kind == GenKind::List => {
+                let node = &self.gens[id as usize];
+                let kinds = self.summarize_kinds(&node.items);
+                Err(format!(
+                    "not a snapshot: the top level is a list of {} {kinds}, not segments",
+                    node.items.len()
+                ))
+            }
+            other => Err(format!(
+                "not a snapshot: the top level is a {}, not a dict with segments and device_traces",
+                self.describe(other)
+            )),
+        }
+    }
+
+    fn summarize_kinds(&self, items: &[V]) -> String {
+        let mut kinds: Vec<&'static str> = items.iter().map(|v| self.describe(*v)).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        kinds
+            .iter()
+            .map(|k| format!("{k}s"))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    fn finish_dict(&mut self, id: u32) -> Result<(), String> {
+        let items = mem::take(&mut self.gens[id as usize].items);
+        let lookup = |k: u32| {
+            items
+                .chunks_exact(2)
+                .rev()
+                .find(|p| p[0] == V::Str(StrId(k)))
+                .map(|p| p[1])
+        };
+        let segments = lookup(key::SEGMENTS);
+        let traces = lookup(key::DEVICE_TRACES);
+        if segments.is_none() && traces.is_none() {
+            let keys: Vec<String> = items
+                .chunks_exact(2)
+                .take(8)
+                .map(|p| self.text(p[0]))
+                .collect();
+            return Err(format!(
+                "not a snapshot: the top-level dict has no 'segments' or 'device_traces' (its keys: {})",
+                keys.join(", ")
+            ));
+        }
+        for pair in items.chunks_exact(2) {
+            let known = matches!(
+                pair[0],
+                V::Str(StrId(
+                    key::SEGMENTS
+                        | key::DEVICE_TRACES
+                        | key::ALLOCATOR_SETTINGS
+                        | key::EXTERNAL_ANNOTATIONS
+                        | key::HOST_SEGMENTS
+                        | key::HOST_TRACES
+                ))
+            );
+            if !known {
+                self.unknown_key("unknown top-level key", pair[0]);
+            }
+        }
+        let device_order = match segments {
+            Some(v) => self.segment_order(v, "a segments item that is not a segment"),
+            None => Vec::new(),
+        };
+        let host_order = match lookup(key::HOST_SEGMENTS) {
+            Some(v) => self.segment_order(v, "a host_segments item that is not a segment"),
+            None => Vec::new(),
+        };
+        self.finish_segments(&device_order, &host_order);
+
+        let mut traces_out = Vec::new();
+        match traces {
+            Some(V::Gen(tid)) if self.gens[tid as usize].kind == GenKind::List => {
+                let per_device = self.gens[tid as usize].items.clone();
+                for (device, v) in per_device.into_iter().enumerate() {
+                    let events = self.range_of(
+                        v,
+                        RecordKind::Event,
+                        "a device_traces item that is not a trace entry",
+                    );
+                    traces_out.push(Trace {
+                        device: device as i32,
+                        events,
+                    });
+                }
+            }
+            Some(V::EmptyList | V::None) | None => {}
+            Some(_) => self
+                .snap
+                .warnings
+                .add("device_traces that is not a list of traces", None),
+        }
+        if let Some(v) = lookup(key::HOST_TRACES) {
+            let events = self.range_of(
+                v,
+                RecordKind::Event,
+                "a host_traces item that is not a trace entry",
+            );
+            traces_out.push(Trace {
+                device: HOST_DEVICE,
+                events,
+            });
+        }
+        self.snap.traces = traces_out;
+
+        if let Some(v) = lookup(key::EXTERNAL_ANNOTATIONS) {
+            let range = self.range_of(
+                v,
+                RecordKind::Annotation,
+                "an external_annotations item that is not an annotation",
+            );
+            if range != (0..self.snap.annotations.len() as u32) {
+                let a = mem::take(&mut self.snap.annotations);
+                let r = range.start as usize..range.end as usize;
+                self.snap.annotations.name = a.name[r.clone()].to_vec();
+                self.snap.annotations.is_start = a.is_start[r.clone()].to_vec();
+                self.snap.annotations.device = a.device[r.clone()].to_vec();
+                self.snap.annotations.time_us = a.time_us[r].to_vec();
+            }
+        } else {
+            self.snap.annotations = Default::default();
+        }
+        if let Some(v) = lookup(key::ALLOCATOR_SETTINGS) {
+            self.snap.allocator_settings = self.settings(v);
+        }
+        self.gens[id as usize].items = items;
+        Ok(())
+    }
+
+    /// The segment rows a top-level list refers to, in order.
+    fn segment_order(&mut self, v: V, what: &'static str) -> Vec<u32> {
+        let range = self.range_of(v, RecordKind::Segment, what);
+        range.collect()
+    }
+
+    /// Keeps only the referenced segments, device ones then host ones, in list order.
+    fn finish_segments(&mut self, device: &[u32], host: &[u32]) {
+        let g = mem::take(&mut self.snap.segments);
+        let order: Vec<usize> = device.iter().chain(host).map(|&i| i as usize).collect();
+        let identity = order.iter().enumerate().all(|(n, &i)| n == i) && order.len() == g.len();
+        if identity && host.is_empty() {
+            self.snap.segments = g;
+            return;
+        }
+        let out = &mut self.snap.segments;
+        for (n, &i) in order.iter().enumerate() {
+            out.device
+                .push(if n >= device.len() { HOST_DEVICE } else { g.device[i] });
+            out.address.push(g.address[i]);
+            out.total_size.push(g.total_size[i]);
+            out.allocated_size.push(g.allocated_size[i]);
+            out.active_size.push(g.active_size[i]);
+            out.requested_size.push(g.requested_size[i]);
+            out.stream.push(g.stream[i]);
+            out.segment_type.push(g.segment_type[i]);
+            out.pool_id.push(g.pool_id[i]);
+            out.is_expandable.push(g.is_expandable[i]);
+            out.stack.push(g.stack[i]);
+            out.blocks.push(g.blocks[i].clone());
+        }
+    }
+
+    fn settings(&mut self, v: V) -> Vec<Setting> {
+        let V::Gen(id) = v else {
+            self.snap
+                .warnings
+                .add("allocator_settings that is not a dict", None);
+            return Vec::new();
+        };
+        let items = self.gens[id as usize].items.clone();
+        items
+            .chunks_exact(2)
+            .map(|p| Setting {
+                key: match p[0] {
+                    V::Str(s) => self.snap.strings.get(s).to_owned(),
+                    other => self.text(other),
+                },
+                value: match p[1] {
+                    V::Bool(b) => SettingValue::Bool(b),
+                    V::Int(i) => SettingValue::Int(i),
+                    V::Float(f) => SettingValue::Float(f),
+                    other => SettingValue::Text(self.text(other)),
+                },
+            })
+            .collect()
+    }
+
+    /// Python-like text of a value (for metadata and settings shown to users).
+    pub(crate) fn text(&self, v: V) -> String {
+        let mut out = String::new();
+        self.write_text(v, &mut out);
+        out
+    }
+
+    fn write_text(&self, v: V, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = match v {
+            V::None => write!(out, "None"),
+            V::Bool(true) => write!(out, "True"),
+            V::Bool(false) => write!(out, "False"),
+            V::Int(i) => write!(out, "{i}"),
+            V::Big(id) => match &self.bigs[id as usize] {
+                BigInt::Fits(i) => write!(out, "{i}"),
+                BigInt::Huge(le) => write!(out, "{}", memscope_pickle::tree::le_to_decimal(le)),
+            },
+            V::Float(f) => write!(out, "{}", memscope_pickle::tree::python_float_repr(f)),
+            V::Str(s) => write!(out, "{:?}", self.snap.strings.get(s)),
+            V::Bytes(id) => write!(out, "b{:?}", String::from_utf8_lossy(&self.bytes[id as usize])),
+            V::Gen(id) => {
+                let node = &self.gens[id as usize];
+                let (open, close) = match node.kind {
+                    GenKind::List => ("[", "]"),
+                    GenKind::Tuple => ("(", ")"),
+                    GenKind::Dict | GenKind::Set => ("{", "}"),
+                    GenKind::FrozenSet => ("frozenset({", "})"),
+                };
+                out.push_str(open);
+                if node.kind == GenKind::Dict {
+                    for (n, p) in node.items.chunks_exact(2).enumerate() {
+                        if n > 0 {
+                            out.push_str(", ");
+                        }
+                        self.write_text(p[0], out);
+                        out.push_str(": ");
+                        self.write_text(p[1], out);
+                    }
+                } else {
+                    for (n, item) in node.items.iter().enumerate() {
+                        if n > 0 {
+                            out.push_str(", ");
+                        }
+                        self.write_text(*item, out);
+                    }
+                    if node.kind == GenKind::Tuple && node.items.len() == 1 {
+                        out.push(',');
+                    }
+                }
+                write!(out, "{close}")
+            }
+            V::EmptyList => write!(out, "[]"),
+            other => write!(out, "<{}>", self.describe(other)),
+        };
+    }
+}
+
+fn copy_sparse<T: Copy>(column: &mut Vec<(u32, T)>, from: u32, to: u32) {
+    if let Ok(i) = column.binary_search_by_key(&from, |(e, _)| *e) {
+        let value = column[i].1;
+        column.push((to, value));
+    }
+}
+
+impl Builder for SnapshotBuilder {
+    type Value = V;
+
+    fn none(&mut self) -> V {
+        V::None
+    }
+
+    fn bool(&mut self, value: bool) -> V {
+        V::Bool(value)
+    }
+
+    fn int(&mut self, value: i64) -> V {
+        V::Int(value)
+    }
+
+    fn big_int(&mut self, le: &[u8]) -> Result<V, BuildError> {
+        let id = u32::try_from(self.bigs.len()).map_err(|_| invalid("too many integers"))?;
+        let big = if le.len() <= 16 {
+            let negative = le.last().is_some_and(|b| b & 0x80 != 0);
+            let mut buf = if negative { [0xff; 16] } else { [0; 16] };
+            buf[..le.len()].copy_from_slice(le);
+            BigInt::Fits(i128::from_le_bytes(buf))
+        } else {
+            BigInt::Huge(le.into())
+        };
+        self.bigs.push(big);
+        Ok(V::Big(id))
+    }
+
+    fn float(&mut self, value: f64) -> V {
+        V::Float(value)
+    }
+
+    fn str(&mut self, value: &str) -> Result<V, BuildError> {
+        self.snap.strings.intern(value).map(V::Str).map_err(invalid)
+    }
+
+    fn bytes(&mut self, value: &[u8], _kind: BytesKind) -> Result<V, BuildError> {
+        let id = u32::try_from(self.bytes.len()).map_err(|_| invalid("too many byte strings"))?;
+        self.bytes.push(value.into());
+        Ok(V::Bytes(id))
+    }
+
+    fn new_container(&mut self, kind: ContainerKind) -> Result<V, BuildError> {
+        self.open(kind)
+    }
+
+    fn append(&mut self, list: &V, items: Drain<'_, V>) -> Result<(), BuildError> {
+        let (h, i) = self.target(list, ContainerKind::List)?;
+        for item in items {
+            let v = self.place(item, Some(h))?;
+            self.push_item(i, v)?;
+        }
+        Ok(())
+    }
+
+    fn set_items(&mut self, dict: &V, pairs: Drain<'_, V>) -> Result<(), BuildError> {
+        let (h, i) = self.target(dict, ContainerKind::Dict)?;
+        for item in pairs {
+            let v = self.place(item, Some(h))?;
+            self.push_item(i, v)?;
+        }
+        Ok(())
+    }
+
+    fn add_items(&mut self, set: &V, items: Drain<'_, V>) -> Result<(), BuildError> {
+        let (h, i) = self.target(set, ContainerKind::Set)?;
+        for item in items {
+            let v = self.place(item, Some(h))?;
+            self.push_item(i, v)?;
+        }
+        Ok(())
+    }
+
+    fn tuple(&mut self, items: Drain<'_, V>) -> Result<V, BuildError> {
+        self.immutable(GenKind::Tuple, items)
+    }
+
+    fn frozenset(&mut self, items: Drain<'_, V>) -> Result<V, BuildError> {
+        self.immutable(GenKind::FrozenSet, items)
+    }
+
+    fn memo_put(&mut self, slot: MemoSlot, value: &V) -> Result<(), BuildError> {
+        let index = self.memo.index_for(slot)?;
+        self.memo.put(index, *value);
+        if let V::Open(h) = *value {
+            let i = self.check(h)?;
+            if self.slots[i].memo == NONE {
+                self.slots[i].memo = index;
+            } else {
+                self.extra_memo.entry(h.slot).or_default().push(index);
+            }
+        }
+        Ok(())
+    }
+
+    fn memo_get(&mut self, index: u32) -> Result<V, BuildError> {
+        let v = self
+            .memo
+            .get(index)
+            .copied()
+            .ok_or(BuildError::MemoMissing(index))?;
+        if let V::Open(h) = v {
+            if let Ok(i) = self.check(h) {
+                self.slots[i].shared = true;
+            }
+        }
+        Ok(v)
+    }
+
+    fn finish(&mut self, root: V) -> Result<(), BuildError> {
+        self.root = Some(match self.finish_root(root) {
+            Ok(()) => Root::Snapshot,
+            Err(reason) => Root::Error(reason),
+        });
+        // The memo and open containers are no longer needed.
+        self.memo = Memo::default();
+        self.slots = Vec::new();
+        self.free_slots = Vec::new();
+        self.forwards = FxHashMap::default();
+        Ok(())
+    }
+}
+
+impl SnapshotBuilder {
+    fn immutable(&mut self, kind: GenKind, items: Drain<'_, V>) -> Result<V, BuildError> {
+        let mut depth = 1;
+        let mut values = Vec::with_capacity(items.len());
+        for item in items {
+            let v = self.place(item, None)?;
+            depth = depth.max(self.depth_of(v) + 1);
+            values.push(v);
+        }
+        if depth > MAX_DEPTH {
+            return Err(BuildError::TooDeep { limit: MAX_DEPTH });
+        }
+        self.new_gen(kind, depth, values)
+    }
+}
