@@ -30,35 +30,43 @@ Scheme (per device trace; the source has one device)
   * Addresses, sizes, streams and frames are kept: the caching allocator reuses its
     blocks at the same addresses in every step.
   * Allocations still live at the end of an iteration. In the source 876 allocations
-    (40.9 GB: parameters' grads and AdamW state created by this step) are never freed
-    in the window, and the source has no free without an alloc. Repeating their allocs
-    would put a second live allocation at the same address. Offsetting their
-    addresses by a per-iteration stride was rejected: allocated bytes would grow by
-    ~41 GB per iteration (4 TB after 100 iterations), far above the reserved bytes the
-    snapshot's segments allow. Instead, iteration k >= 1 starts, in the idle gap before
-    its first event, with a free_requested + free_completed pair for each allocation
-    left live by iteration k-1 (like `optimizer.zero_grad(set_to_none=True)` freeing
-    the grads; 1 us apart, ending 1 us before the iteration's first event). Every
-    iteration then replays from the same state, so the semantics in docs/semantics.md
-    give a bounded, periodic allocated curve whose peak is the source's peak and no
-    address ever holds two live allocations. (Generic sources: a free whose alloc is
-    not in the window is replayed in iteration 0 only, so that it reveals one
-    pre-window allocation and not one per iteration.)
+    (40.9 GB) are never freed in the window: 292 grads (no Python frames: allocated
+    by the autograd engine), 582 AdamW exp_avg/exp_avg_sq tensors (created lazily by
+    this first optimizer step) and 2 small ones; the source has no free without an
+    alloc. Repeating their allocs would put a second live allocation at the same
+    address. Offsetting their addresses by a per-iteration stride was rejected:
+    allocated bytes would grow by ~41 GB per iteration (4 TB after 100 iterations), far
+    beyond the 61 GB of segments the snapshot holds. Keeping them live and dropping
+    their allocs from later iterations was rejected too: 515 of the 582 optimizer-state
+    blocks lie on addresses the same step's forward/backward used before the state
+    existed, so later iterations would overlap live state. Instead, iteration k >= 1
+    starts, in the idle gap before its first entry, with a free_requested +
+    free_completed pair for each allocation left live by iteration k-1 (as
+    `zero_grad(set_to_none=True)` does for grads; 1 us apart, the last 1 us before the
+    iteration's first entry). Every iteration then replays from the same state, so the
+    semantics in docs/semantics.md give a bounded, periodic allocated curve whose peak
+    is the source's peak (checked with tests/reference/summary.py), and no address
+    ever holds two live allocations. (Other sources: a free whose alloc is not in the
+    window is replayed in iteration 0 only, so that it reveals one pre-window
+    allocation and not one per iteration.)
   * Segment events (segment_alloc/free/map/unmap) are kept in iteration 0 only: after
     the warm-up step the caching allocator serves every request from cached
     segments, as in a real long job. The trace's net segment change is then the
-    source's, so the replayed reserved bytes start at the source's initial value
-    (here 19.7 GB), grow to the snapshot's 61.1 GB during iteration 0 and stay there:
-    never negative, never growing without bound.
+    source's (or that of the part kept after a cut), so the replayed reserved bytes
+    start at the source's initial value (here 19.7 GB), grow to the snapshot's 61.1 GB
+    during iteration 0 and stay there: never negative, never growing without bound.
   * The snapshot's `segments` (the state at the end) and `allocator_settings` are the
     source's; the last iteration ends in exactly the source's end state, so they stay
     consistent with the trace. `external_annotations` are repeated per iteration with
     the same time map.
-  * --target-mib: the iteration count and a cut are chosen to land near the target
-    (within ~1%). Like torch's ring buffer, the cut drops the oldest entries: the output
-    trace starts partway into iteration 0 (annotation START/END pairs that end before
-    the first kept entry are dropped with it). --iterations K writes K whole
-    iterations without a cut.
+  * --target-mib: sizes are estimated from one dry run of 4 iterations (to a null
+    sink). Whole iterations are used when a count lands within 3 % of the target (one
+    iteration is ~3.1 MB); otherwise the smallest count above the target, with the
+    oldest entries cut, as torch's ring buffer does: the trace then starts partway
+    into iteration 0 (annotation START/END pairs ending before the first kept entry
+    are dropped with it; frees of cut allocations reveal pre-window allocations, as
+    semantics.md defines). A cut lands within ~1 %. --iterations K writes K whole
+    iterations.
   * --ranks R writes rank0.pickle ... rank{R-1}.pickle, each jittered by its own RNG
     (seeded from --seed and the rank): a clock offset of 0-2 ms, a per-iteration time
     stretch of +-0.3 %, a per-iteration gap of 0.8-1.25 x --gap-us, and about 10 % of
@@ -93,13 +101,17 @@ How it is fast
   concatenations. The output is written frame by frame; memory holds the source and
   the compiled pieces only.
 
-Measured (this machine, Python 3.11.7, source fullstep-19k-events-cpp-frames.pickle):
-  see the numbers in the report in bench/ or rerun: each run prints size, events,
-  iterations, seconds and peak RSS.
+Measured (2-CPU VM, Python 3.11.7, default source, writing to /tmp; "generate" excludes
+the ~1.1 s dry run that --target-mib and the presets do first; RSS = ru_maxrss)
+  preset  bytes (vs target)        iterations  events     generate  RSS      pickle.load
+  small   12,536,424 (-0.4 %)       4            79,982    1.1 s    117 MiB  0.14 s
+  medium  124,305,729 (-1.2 %)     40           811,142    1.7 s    117 MiB  2.2 s, 531 MiB
+  large   1,288,569,321 (+0.0 %)  415         8,427,392    9.8 s    118 MiB  37 s, 5.3 GiB
+  ranks8  8 x ~12,536,000          4 each        79,982    1.0 s each
+  --iterations 1 reproduces each of the nine corpus snapshots byte for byte.
 """
 
 import argparse
-import bisect
 import collections
 import math
 import os
@@ -569,8 +581,19 @@ def collect_ids(obj, lists, seen):
 class Source:
     def __init__(self, path):
         with open(path, "rb") as f:
-            self.raw_size = os.fstat(f.fileno()).st_size
-            self.obj = pickle.load(f)
+            head = f.read(2)
+            f.seek(0)
+            if head == b"\x1f\x8b":  # .pickle.gz
+                import gzip
+                with gzip.open(f) as g:
+                    data = g.read()
+            else:
+                data = f.read()
+        self.raw_size = len(data)
+        # --iterations 1 reproduces a protocol-4 source byte for byte
+        self.is_proto4 = data[:2] == b"\x80\x04"
+        self.obj = pickle.loads(data)
+        del data
         d = self.obj
         if type(d) is not dict or type(d.get("device_traces")) is not list:
             raise SystemExit(f"{path}: not a snapshot with device_traces")
@@ -644,7 +667,7 @@ def tmap(t, lo, B, s):
 
 
 def generate(src, K, cuts, raw, gap, jit=None, probe=None):
-    """Write the scaled snapshot to raw. Returns (events per device)."""
+    """Write the scaled snapshot to raw. Returns ([events per device], bytes written)."""
     d = src.obj
     lo = src.lo
     maps = iteration_maps(src, K, gap, jit)
@@ -722,13 +745,16 @@ def generate(src, K, cuts, raw, gap, jit=None, probe=None):
             end_time = {}
             open_ = collections.defaultdict(list)
             for i, a in enumerate(anns):
+                if type(a) is not dict:
+                    continue
                 if a.get("stage") == "START":
                     open_[a.get("name")].append(i)
                 elif a.get("stage") == "END" and open_[a.get("name")]:
                     end_time[open_[a.get("name")].pop()] = a.get("time_us")
+            def end(i, a):
+                return end_time.get(i, a.get("time_us")) if type(a) is dict else None
             keep0 = [i for i, a in enumerate(anns)
-                     if type(end_time.get(i, a.get("time_us"))) is not int
-                     or end_time.get(i, a.get("time_us")) >= first_kept]
+                     if type(end(i, a)) is not int or end(i, a) >= first_kept]
         for k in range(K):
             B, s = maps[k]
             for i in (keep0 if k == 0 else range(len(anns))):
@@ -848,9 +874,13 @@ def choose(src, target, gap, tolerance=0.03):
     _, s4 = generate(src, 4, [0] * len(src.plans), NullSink(), gap, probe=probe)
     devs = range(len(src.plans))
     delta = sum(probe[d][2] - probe[d][1] for d in devs) + probe.get("ann_bytes", 0) / 4
+    if delta <= 0:
+        raise SystemExit("the source has no trace entries to repeat; use --iterations")
 
     def size(K):  # whole iterations; K == 1 is the source itself, byte for byte
-        return src.raw_size if K == 1 else s4 - (4 - K) * delta
+        if K == 1:
+            return src.raw_size if src.is_proto4 else s4 - 3 * delta
+        return s4 - (4 - K) * delta
 
     K = max(1, round((target - size(2)) / delta) + 2)
     K = min((k for k in (K - 1, K, K + 1) if k >= 1), key=lambda k: abs(size(k) - target))
@@ -946,24 +976,30 @@ def verify(path, src, K, cuts, gap, jit):
           f"pickle.dumps(pickle.loads(file)) == file: {same}")
     assert same, "output differs from CPython's pickling of the same object"
     # opcodes per trace entry: the source's trace vs one repeated iteration (device 0)
+    ns = len(src.plans[0].entries) if src.plans else 0
+    n0 = ns - cuts[0] + (K - 1) * len(src.plans[0].seq("mid")) if ns else 0
+    if not ns or not n0:
+        return
+    import io
     p_src, p_out = {}, {}
-    generate(src, 1, [0] * len(src.plans), NullSink(), gap, probe=p_src)
+    sbuf = io.BytesIO()  # the source as CPython pickles it (== the file for protocol 4)
+    generate(src, 1, [0] * len(src.plans), sbuf, gap, probe=p_src)
+    sdata = sbuf.getvalue()
+    if src.is_proto4:
+        assert len(sdata) == src.raw_size
     generate(src, K, cuts, NullSink(), gap, jit, probe=p_out)
-    with open(src.path, "rb") as f:
-        sdata = f.read()
     (hs,) = region_histograms(sdata, [(p_src[0][0], p_src[0][-1])])
-    ns = len(src.plans[0].entries)
     regions = [(p_out[0][0], p_out[0][-1])]
     k = min(1, K - 1)
     regions.append((p_out[0][k], p_out[0][k + 1]))
     ho, hi = region_histograms(data, regions)
     ni = len(src.plans[0].seq("mid")) if k else ns - cuts[0]
     print(f"  opcodes per trace entry, device 0: source trace ({ns} entries), "
-          f"output trace ({n} entries), output iteration {k} ({ni} entries)")
+          f"output trace ({n0} entries), output iteration {k} ({ni} entries)")
     for op in sorted(set(hs) | set(ho), key=lambda o: -(hs[o] + ho[o])):
-        print(f"    {op:18} {hs[op] / ns:8.3f} {ho[op] / n:8.3f} {hi[op] / ni:8.3f}")
+        print(f"    {op:18} {hs[op] / ns:8.3f} {ho[op] / n0:8.3f} {hi[op] / ni:8.3f}")
     print(f"    {'bytes':18} {(p_src[0][-1] - p_src[0][0]) / ns:8.1f} "
-          f"{(p_out[0][-1] - p_out[0][0]) / n:8.1f} "
+          f"{(p_out[0][-1] - p_out[0][0]) / n0:8.1f} "
           f"{(regions[1][1] - regions[1][0]) / ni:8.1f}")
 
 
@@ -972,15 +1008,19 @@ def verify(path, src, K, cuts, gap, jit):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", choices=sorted(PRESETS))
-    ap.add_argument("--target-mib", type=float)
-    ap.add_argument("--iterations", type=int)
-    ap.add_argument("--ranks", type=int)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--source")
+    ap.add_argument("--preset", choices=sorted(PRESETS),
+                    help="small=12 MiB, medium=120 MiB, large=1.2 GiB, ranks8=8 x 12 MiB")
+    ap.add_argument("--target-mib", type=float, help="size of each file, in MiB")
+    ap.add_argument("--iterations", type=int, help="whole training iterations")
+    ap.add_argument("--ranks", type=int,
+                    help="write rank0..rank{R-1}.pickle, each with its own jitter")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the per-rank jitter")
+    ap.add_argument("--source", help=f"snapshot to scale (default: {SOURCE_NAME})")
     ap.add_argument("--out", help="output file (a directory with --ranks)")
-    ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR)
-    ap.add_argument("--gap-us", type=int, default=5000)
+    ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
+                    help="directory of the default output names (default %(default)s)")
+    ap.add_argument("--gap-us", type=int, default=5000,
+                    help="idle time between iterations (default %(default)s)")
     ap.add_argument("--verify", action="store_true",
                     help="load the output back with pickle and check its structure")
     args = ap.parse_args(argv)

@@ -16,7 +16,11 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot};
 
 #[derive(Parser)]
-#[command(name = "memscope", version, about = "Look inside PyTorch CUDA memory snapshots")]
+#[command(
+    name = "memscope",
+    version,
+    about = "Look inside PyTorch CUDA memory snapshots"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -139,8 +143,18 @@ fn print_table(out: &mut impl Write, rows: &[DeviceSummary]) -> io::Result<()> {
         return Ok(());
     }
     let header = [
-        "file", "rank", "dev", "events", "segments", "reserved", "allocated", "peak alloc",
-        "peak reserved", "span", "frames", "stacks",
+        "file",
+        "rank",
+        "dev",
+        "events",
+        "segments",
+        "reserved",
+        "allocated",
+        "peak alloc",
+        "peak reserved",
+        "span",
+        "frames",
+        "stacks",
     ];
     let cells: Vec<[String; 12]> = rows
         .iter()

@@ -167,7 +167,10 @@ mod tests {
             3,
             "expected a value",
         );
-        assert_eq!(err.to_string(), "unexpected byte 0x0a at byte 3: expected a value");
+        assert_eq!(
+            err.to_string(),
+            "unexpected byte 0x0a at byte 3: expected a value"
+        );
         let err = JsonError::new(JsonErrorKind::TooDeep, 1000, "");
         assert_eq!(
             err.to_string(),

@@ -42,6 +42,15 @@ pub(crate) fn find_special(buf: &[u8], mut i: usize) -> usize {
         }
         i += 16;
     }
+    if i + 8 <= buf.len() {
+        let mut a = [0; 8];
+        a.copy_from_slice(&buf[i..i + 8]);
+        let ma = special_mask(u64::from_le_bytes(a));
+        if ma != 0 {
+            return i + (ma.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
     while i < buf.len() {
         if is_special(buf[i]) {
             return i;

@@ -298,9 +298,9 @@ impl<B: Builder> JsonParser<B> {
                 (chunk.len() >= need).then_some(need)
             }
             Partial::Number => {
-                let end = chunk.iter().position(|&b| {
-                    !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
-                })?;
+                let end = chunk
+                    .iter()
+                    .position(|&b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))?;
                 // The terminating byte goes too, so the number is decoded as complete.
                 Some(end + 1)
             }

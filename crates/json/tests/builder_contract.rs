@@ -1,5 +1,6 @@
 //! The parser keeps the Builder contract: containers are created when they open, filled
 //! in batches of at most 1,000 items (pairs), and placed only once they are complete.
+#![allow(clippy::unwrap_used)] // Test helpers unwrap, as tests do.
 
 use std::fmt::Write as _;
 use std::vec::Drain;

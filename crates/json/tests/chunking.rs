@@ -1,5 +1,6 @@
 //! Every chunking of a document gives the same result as parsing it whole: the same tree
 //! for valid documents, the same error (kind and offset) for invalid ones.
+#![allow(clippy::unwrap_used)] // Test helpers unwrap, as tests do.
 
 use memscope_json::{JsonError, JsonParser};
 use memscope_pickle::tree::TreeBuilder;
@@ -46,9 +47,9 @@ fn documents() -> Vec<Vec<u8>> {
         match i % 7 {
             0 => long.push_str("\\n"),
             1 => long.push_str("\\u00e9"),
-            2 => long.push_str("中"),
+            2 => long.push('中'),
             3 => long.push_str("\\ud83d\\ude00"),
-            4 => long.push_str("😀"),
+            4 => long.push('😀'),
             5 => long.push_str("\\\\"),
             _ => long.push_str("plain text "),
         }
@@ -149,7 +150,8 @@ fn values_decode_as_expected() {
         )
     );
     // Lone surrogates and invalid UTF-8 become U+FFFD; pairs join.
-    let doc = br#"["\ud800", "\udc00x", "\ud800\u0041", "\ud83d\ude00\ud83d", "\ud800\ud800\udc00"]"#;
+    let doc =
+        br#"["\ud800", "\udc00x", "\ud800\u0041", "\ud83d\ude00\ud83d", "\ud800\ud800\udc00"]"#;
     assert_eq!(
         parse_chunked(doc, 1).unwrap(),
         r#"{"list":[{"str":"�"},{"str":"�x"},{"str":"�A"},{"str":"😀�"},{"str":"�𐀀"}]}"#
@@ -170,4 +172,44 @@ fn values_decode_as_expected() {
         parse_chunked("\u{feff}12".as_bytes(), 1).unwrap(),
         r#"{"int":"12"}"#
     );
+}
+
+/// The outcome of a parse, comparable across chunkings.
+fn outcome(doc: &[u8], chunk: usize) -> Result<String, (memscope_json::JsonErrorKind, u64)> {
+    parse_chunked(doc, chunk).map_err(|e| (e.kind().clone(), e.offset()))
+}
+
+#[test]
+fn mutated_documents_fail_alike_under_every_chunking() {
+    // Random byte edits, truncations and insertions of JSON's own bytes: no panic, and
+    // the same outcome whatever the chunking.
+    let alphabet = b"{}[]:,\"\\/u0123456789abcdefEtrunl -+.\n\xef\xbb\xbf\xff\xc3\xa9\x00";
+    let mut state: u64 = 0x1234_5678_9abc_def1;
+    let mut rand = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let docs: Vec<Vec<u8>> = documents().into_iter().filter(|d| d.len() < 400).collect();
+    for round in 0..3000 {
+        let mut doc = docs[rand(docs.len())].clone();
+        for _ in 0..1 + rand(3) {
+            let at = rand(doc.len() + 1);
+            match rand(3) {
+                0 if at < doc.len() => doc[at] = alphabet[rand(alphabet.len())],
+                1 => doc.insert(at, alphabet[rand(alphabet.len())]),
+                _ => doc.truncate(at),
+            }
+        }
+        let whole = outcome(&doc, doc.len());
+        for chunk in [1, 2, 3, 5, 7] {
+            assert_eq!(
+                outcome(&doc, chunk),
+                whole,
+                "round {round}, chunk size {chunk}: {}",
+                String::from_utf8_lossy(&doc)
+            );
+        }
+    }
 }

@@ -1,4 +1,5 @@
 //! Malformed, truncated and hostile documents fail with the right kind, offset and words.
+#![allow(clippy::unwrap_used)] // Test helpers unwrap, as tests do.
 
 use std::time::Instant;
 use std::vec::Drain;
@@ -34,14 +35,17 @@ fn check(doc: &[u8], kind: JsonErrorKind, offset: u64) -> JsonError {
 
 #[test]
 fn truncation_at_every_point() {
-    let doc = br#"{"k": ["str\u00e9\n", 12.5, true, null, {"x": -3e2}], "z": 18446744073709551616}"#;
+    let doc =
+        br#"{"k": ["str\u00e9\n", 12.5, true, null, {"x": -3e2}], "z": 18446744073709551616}"#;
     for cut in 1..doc.len() {
         let err = parse_err(&doc[..cut]);
         assert!(err.is_truncated(), "cut at {cut}: {err}");
         assert_eq!(err.offset(), cut as u64, "cut at {cut}: {err}");
         let message = err.to_string();
         assert!(
-            message.starts_with(&format!("truncated at byte {cut} of {cut}: the JSON document ends ")),
+            message.starts_with(&format!(
+                "truncated at byte {cut} of {cut}: the JSON document ends "
+            )),
             "{message}"
         );
     }
@@ -99,17 +103,17 @@ fn deep_nesting_is_an_error_not_a_crash() {
     );
     // Byte by byte too.
     let mut parser = JsonParser::new(ScanBuilder::default());
-    let err = doc
-        .chunks(1)
-        .find_map(|c| parser.feed(c).err())
-        .unwrap();
+    let err = doc.chunks(1).find_map(|c| parser.feed(c).err()).unwrap();
     assert_eq!(err.kind(), &JsonErrorKind::TooDeep);
     assert!(start.elapsed().as_secs() < 2);
 
     // Objects count as well; exactly MAX_DEPTH levels are fine.
     let mut ok = "{\"a\":[".repeat(MAX_DEPTH / 2);
     ok.push_str(&"]}".repeat(MAX_DEPTH / 2));
-    assert_eq!(parse(ok.as_bytes()).unwrap().values, MAX_DEPTH as u64 + MAX_DEPTH as u64 / 2);
+    assert_eq!(
+        parse(ok.as_bytes()).unwrap().values,
+        MAX_DEPTH as u64 + MAX_DEPTH as u64 / 2
+    );
     let mut too_deep = "{\"a\":[".repeat(MAX_DEPTH / 2);
     too_deep.push_str("{}");
     check(
@@ -148,7 +152,10 @@ fn trailing_data() {
 #[test]
 fn empty_input() {
     let err = check(b"", JsonErrorKind::Empty, 0);
-    assert_eq!(err.to_string(), "the input is empty: it holds no JSON value");
+    assert_eq!(
+        err.to_string(),
+        "the input is empty: it holds no JSON value"
+    );
     check(b" \n\t\r ", JsonErrorKind::Empty, 0);
     check(b"\xef\xbb\xbf", JsonErrorKind::Empty, 0);
     check(b"\xef\xbb\xbf \n", JsonErrorKind::Empty, 0);
@@ -160,13 +167,22 @@ fn empty_input() {
 fn unexpected_bytes() {
     let byte = |byte: u8| JsonErrorKind::UnexpectedByte { byte };
     let err = check(b"[1,]", byte(b']'), 3);
-    assert_eq!(err.to_string(), "unexpected ']' at byte 3: expected a value");
+    assert_eq!(
+        err.to_string(),
+        "unexpected ']' at byte 3: expected a value"
+    );
     let err = check(br#"{"a" 1}"#, byte(b'1'), 5);
-    assert_eq!(err.to_string(), "unexpected '1' at byte 5: expected ':' after a key");
+    assert_eq!(
+        err.to_string(),
+        "unexpected '1' at byte 5: expected ':' after a key"
+    );
     check(b"{1:2}", byte(b'1'), 1);
     check(br#"{"a":1,}"#, byte(b'}'), 7);
     let err = check(b"[1 2]", byte(b'2'), 3);
-    assert_eq!(err.to_string(), "unexpected '2' at byte 3: expected ',' or ']'");
+    assert_eq!(
+        err.to_string(),
+        "unexpected '2' at byte 3: expected ',' or ']'"
+    );
     check(br#"{"a":1]"#, byte(b']'), 6);
     check(b"[1}", byte(b'}'), 2);
     check(b"[tru]", byte(b']'), 4);
@@ -258,7 +274,9 @@ impl Builder for Picky {
     }
     fn str(&mut self, v: &str) -> Result<Value, BuildError> {
         if v == "forbidden" {
-            return Err(BuildError::Invalid("refuses the string \"forbidden\"".into()));
+            return Err(BuildError::Invalid(
+                "refuses the string \"forbidden\"".into(),
+            ));
         }
         self.inner.str(v)
     }
@@ -303,19 +321,21 @@ impl Builder for Picky {
 #[test]
 fn builder_refusals_carry_the_offset() {
     let mut parser = JsonParser::new(Picky::default());
-    let err = parser.feed(br#"{"a": "ok", "b": "forbidden"}"#).unwrap_err();
+    let err = parser
+        .feed(br#"{"a": "ok", "b": "forbidden"}"#)
+        .unwrap_err();
     assert_eq!(err.offset(), 17);
-    assert!(matches!(err.kind(), JsonErrorKind::Build(BuildError::Invalid(_))));
+    assert!(matches!(
+        err.kind(),
+        JsonErrorKind::Build(BuildError::Invalid(_))
+    ));
     assert_eq!(
         err.to_string(),
         "the value at byte 17 refuses the string \"forbidden\""
     );
     // With escapes and across chunks.
     let mut parser = JsonParser::new(Picky::default());
-    let err = br#"[1, "forb\u0069dden"]"#
-        .chunks(2)
-        .find_map(|c| parser.feed(c).err())
-        .unwrap();
+    let err = br#"[1, "forb\u0069dden"]"#.chunks(2).find_map(|c| parser.feed(c).err()).unwrap();
     assert_eq!(err.offset(), 4);
     let mut parser = JsonParser::new(Picky::default());
     let err = parser.feed(b"[[[ [").unwrap_err();

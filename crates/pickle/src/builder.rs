@@ -145,8 +145,11 @@ pub trait Builder {
         pairs: Drain<'_, Self::Value>,
     ) -> Result<(), BuildError>;
     /// Adds `items` to the set `set`.
-    fn add_items(&mut self, set: &Self::Value, items: Drain<'_, Self::Value>)
-        -> Result<(), BuildError>;
+    fn add_items(
+        &mut self,
+        set: &Self::Value,
+        items: Drain<'_, Self::Value>,
+    ) -> Result<(), BuildError>;
     /// A tuple of `items`.
     fn tuple(&mut self, items: Drain<'_, Self::Value>) -> Result<Self::Value, BuildError>;
     /// A frozenset of `items`.
@@ -155,6 +158,17 @@ pub trait Builder {
     fn memo_put(&mut self, slot: MemoSlot, value: &Self::Value) -> Result<(), BuildError>;
     /// Fetches a memo entry.
     fn memo_get(&mut self, index: u32) -> Result<Self::Value, BuildError>;
+    /// Appends the memo entries `indices` to the list `list`: a shortcut the pickle
+    /// parser takes for `MARK, GET…, APPENDS`, the shape of every frame list in a
+    /// snapshot (references to shared frame dicts), so a builder can skip building a
+    /// handle per reference. The default fetches each entry and appends them.
+    fn append_memo_refs(&mut self, list: &Self::Value, indices: &[u32]) -> Result<(), BuildError> {
+        let mut items = Vec::with_capacity(indices.len());
+        for &index in indices {
+            items.push(self.memo_get(index)?);
+        }
+        self.append(list, items.drain(..))
+    }
     /// The decoder reached the end of the data; `root` is the top-level value.
     fn finish(&mut self, root: Self::Value) -> Result<(), BuildError>;
 }

@@ -95,7 +95,7 @@ pub fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -161,7 +161,8 @@ impl fmt::Display for Error {
                 remaining,
             } => write!(
                 f,
-                "{} at byte {at} declares {} bytes but only {} bytes follow",
+                "{} at byte {at} declares {} bytes but only {} bytes follow: \
+                 the file is truncated or corrupt",
                 op.unwrap_or_default(),
                 group_digits(*declared),
                 group_digits(*remaining)

@@ -61,6 +61,12 @@ pub struct Parser<B: Builder> {
     marks: Vec<usize>,
     /// Bytes of an opcode cut by a chunk boundary.
     carry: Vec<u8>,
+    /// Memo indices of `BINGET`/`LONG_BINGET`s not yet fetched: logically on top of
+    /// `stack`. A run of them closed by `APPENDS` goes to the builder in one call
+    /// ([`Builder::append_memo_refs`]); any other opcode fetches them first.
+    pending: Vec<u32>,
+    /// Offset of the first pending reference (for errors).
+    pending_at: u64,
     /// Offset of the first byte not yet decoded (the start of `carry`, if any).
     consumed: u64,
     total_len: Option<u64>,
@@ -76,6 +82,8 @@ impl<B: Builder> Parser<B> {
             stack: Vec::new(),
             marks: Vec::new(),
             carry: Vec::new(),
+            pending: Vec::new(),
+            pending_at: 0,
             consumed: 0,
             total_len: None,
             done: false,
@@ -267,27 +275,41 @@ impl<B: Builder> Parser<B> {
                 }};
             }
 
+            if !self.pending.is_empty() && !matches!(op, LONG_BINGET | BINGET | APPENDS) {
+                self.flush_pending()?;
+            }
             match op {
-                // Memo references and small ints dominate real snapshots: first.
+                // Memo references dominate real snapshots: first.
                 LONG_BINGET => {
                     let index = u32::from_le_bytes(array4(arg!(4)));
                     pos += 5;
-                    let value = self.builder.memo_get(index).map_err(build)?;
-                    self.stack.push(value);
+                    self.push_pending(index, at);
                 }
                 BINGET => {
                     let index = u32::from(arg!(1)[0]);
                     pos += 2;
-                    let value = self.builder.memo_get(index).map_err(build)?;
-                    self.stack.push(value);
+                    self.push_pending(index, at);
+                }
+                APPENDS
+                    if !self.pending.is_empty() && self.marks.last() == Some(&self.stack.len()) =>
+                {
+                    // MARK, GET…, APPENDS: the items are exactly the pending references.
+                    pos += 1;
+                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                    if start <= self.mark_floor() {
+                        return Err(err(ErrorKind::StackUnderflow));
+                    }
+                    let target = self.stack[start - 1].clone();
+                    self.builder
+                        .append_memo_refs(&target, &self.pending)
+                        .map_err(|e| Error::new(ErrorKind::Build(e), self.pending_at, Some(op)))?;
+                    self.pending.clear();
                 }
                 MEMOIZE => {
                     pos += 1;
                     let top = top_of(&self.stack, &self.marks)
                         .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
-                    self.builder
-                        .memo_put(MemoSlot::Next, top)
-                        .map_err(build)?;
+                    self.builder.memo_put(MemoSlot::Next, top).map_err(build)?;
                 }
                 BININT1 => {
                     let v = arg!(1)[0];
@@ -355,6 +377,7 @@ impl<B: Builder> Parser<B> {
                     self.stack.push(value);
                 }
                 SETITEMS | APPENDS | ADDITEMS => {
+                    self.flush_pending()?;
                     pos += 1;
                     let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
                     // The container sits just below the mark.
@@ -365,7 +388,7 @@ impl<B: Builder> Parser<B> {
                     let items = self.stack.drain(start..);
                     match op {
                         SETITEMS => {
-                            if items.len() % 2 != 0 {
+                            if !items.len().is_multiple_of(2) {
                                 return Err(err(ErrorKind::BadArgument(
                                     "an odd number of keys and values",
                                 )));
@@ -439,7 +462,10 @@ impl<B: Builder> Parser<B> {
                             let (kind, odd) = if op == LIST {
                                 (ContainerKind::List, false)
                             } else {
-                                (ContainerKind::Dict, (self.stack.len() - start) % 2 != 0)
+                                (
+                                    ContainerKind::Dict,
+                                    !(self.stack.len() - start).is_multiple_of(2),
+                                )
                             };
                             if odd {
                                 return Err(err(ErrorKind::BadArgument(
@@ -571,7 +597,9 @@ impl<B: Builder> Parser<B> {
                     if self.stack.len() > self.mark_floor() {
                         self.stack.pop();
                     } else {
-                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                        let start = self
+                            .pop_mark()
+                            .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
                         self.stack.truncate(start);
                     }
                 }
@@ -618,6 +646,34 @@ impl<B: Builder> Parser<B> {
             }
         }
         Ok(Outcome::Consumed)
+    }
+
+    #[inline]
+    fn push_pending(&mut self, index: u32, at: u64) {
+        if self.pending.is_empty() {
+            self.pending_at = at;
+        }
+        self.pending.push(index);
+    }
+
+    /// Fetches pending memo references onto the stack. An error names the offset of the
+    /// first reference of the run.
+    #[inline]
+    fn flush_pending(&mut self) -> Result<(), Error> {
+        for &index in &self.pending {
+            match self.builder.memo_get(index) {
+                Ok(value) => self.stack.push(value),
+                Err(e) => {
+                    return Err(Error::new(
+                        ErrorKind::Build(e),
+                        self.pending_at,
+                        Some(BINGET),
+                    ))
+                }
+            }
+        }
+        self.pending.clear();
+        Ok(())
     }
 
     /// The stack index the current `MARK` protects (values below it are not poppable).

@@ -66,6 +66,10 @@ impl Builder for ScanBuilder {
         self.values += 1;
         Ok(())
     }
+    fn append_memo_refs(&mut self, _: &(), indices: &[u32]) -> Result<(), BuildError> {
+        self.values += indices.len() as u64;
+        Ok(())
+    }
     fn finish(&mut self, _: ()) -> Result<(), BuildError> {
         Ok(())
     }

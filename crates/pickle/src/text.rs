@@ -102,9 +102,8 @@ pub fn parse_float(text: &[u8]) -> Option<f64> {
 /// Decodes the argument of the `STRING` opcode: a quoted Python 2 string literal with
 /// backslash escapes (CPython: `codecs.escape_decode`). Returns `None` if unquoted.
 pub fn decode_string_literal(line: &[u8]) -> Option<Vec<u8>> {
-    let quoted = line.len() >= 2
-        && line[0] == line[line.len() - 1]
-        && (line[0] == b'\'' || line[0] == b'"');
+    let quoted =
+        line.len() >= 2 && line[0] == line[line.len() - 1] && (line[0] == b'\'' || line[0] == b'"');
     if !quoted {
         return None;
     }

@@ -407,8 +407,14 @@ mod tests {
 
     #[test]
     fn big_ints_render_in_decimal() {
-        assert_eq!(le_to_decimal(&[0xff; 8].into_iter().chain([0]).collect::<Vec<_>>()), "18446744073709551615");
-        assert_eq!(le_to_decimal(&[0, 0, 0, 0, 0, 0, 0, 0, 0xc0]), "-1180591620717411303424");
+        assert_eq!(
+            le_to_decimal(&[0xff; 8].into_iter().chain([0]).collect::<Vec<_>>()),
+            "18446744073709551615"
+        );
+        assert_eq!(
+            le_to_decimal(&[0, 0, 0, 0, 0, 0, 0, 0, 0xc0]),
+            "-1180591620717411303424"
+        );
         assert_eq!(le_to_decimal(&[]), "0");
         assert_eq!(le_to_decimal(&[0xff]), "-1");
     }

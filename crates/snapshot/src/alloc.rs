@@ -196,12 +196,8 @@ impl Allocations {
                     }
                     None => {
                         let size = snap.blocks.requested_or_size(b);
-                        let id = before.push(
-                            addr,
-                            size,
-                            snap.blocks.stack[b],
-                            Origin::BeforeWindowLive,
-                        );
+                        let id =
+                            before.push(addr, size, snap.blocks.stack[b], Origin::BeforeWindowLive);
                         before.block[id as usize] = b as u32;
                         initial_before += size;
                     }

@@ -118,6 +118,21 @@ pub struct Handle {
     gen: u32,
 }
 
+/// What a list being filled holds so far: lists of frames and runs of consecutive
+/// records (the two shapes that make up nearly every byte of a real snapshot) are kept
+/// compact while they last.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// Nothing yet.
+    Empty,
+    /// Only frames, in `Slot::frames`.
+    Frames,
+    /// Only consecutive records of one kind: `(kind, start, len)`.
+    Run(RecordKind, u32, u32),
+    /// Anything, in `Slot::values`.
+    Values,
+}
+
 /// A container being filled.
 #[derive(Debug)]
 struct Slot {
@@ -130,10 +145,12 @@ struct Slot {
     /// block this way), so the finalized value must stay findable.
     shared: bool,
     depth: u32,
-    /// While every item so far is a consecutive record of one kind.
-    run: Option<(RecordKind, u32, u32)>,
-    /// Items (dicts: key, value, key, value, …). Capacity is reused across occupants.
+    mode: Mode,
+    /// Items in `Mode::Values` (dicts: key, value, key, value, …). Buffers keep their
+    /// capacity across occupants of the slot.
     values: Vec<V>,
+    /// Items in `Mode::Frames`.
+    frames: Vec<FrameId>,
 }
 
 /// Kinds of generic container.
@@ -242,8 +259,7 @@ pub struct SnapshotBuilder {
     action_codes: FxHashMap<StrId, u8>,
     /// Stream value → index in `snap.streams`.
     stream_codes: FxHashMap<u64, u32>,
-    /// Scratch for stack interning.
-    frame_scratch: Vec<FrameId>,
+    last_stream: Option<(u64, u32)>,
     root: Option<Root>,
 }
 
@@ -288,7 +304,7 @@ impl SnapshotBuilder {
             bytes: Vec::new(),
             action_codes: FxHashMap::default(),
             stream_codes: FxHashMap::default(),
-            frame_scratch: Vec::new(),
+            last_stream: None,
             root: None,
         }
     }
@@ -323,7 +339,7 @@ impl SnapshotBuilder {
                 s.memo = NONE;
                 s.shared = false;
                 s.depth = 1;
-                s.run = None;
+                s.mode = Mode::Empty;
                 slot
             }
             None => {
@@ -335,8 +351,9 @@ impl SnapshotBuilder {
                     memo: NONE,
                     shared: false,
                     depth: 1,
-                    run: None,
+                    mode: Mode::Empty,
                     values: Vec::new(),
+                    frames: Vec::new(),
                 });
                 slot
             }
@@ -394,7 +411,8 @@ impl SnapshotBuilder {
         match v {
             V::Gen(id) => self.gens[id as usize].depth,
             V::Open(h) => self.slots.get(h.slot as usize).map_or(1, |s| s.depth),
-            V::Run(..) | V::Stack(_) => 2,
+            V::Stack(_) => 2,
+            V::Run(..) => 4,
             V::EmptyList => 1,
             V::Event(_) | V::Block(_) | V::Segment(_) => 3,
             V::Frame(_) | V::History(_) | V::Annotation(_) => 1,
@@ -402,73 +420,155 @@ impl SnapshotBuilder {
         }
     }
 
-    /// Adds a placed item to slot `i`.
-    fn push_item(&mut self, i: usize, v: V) -> Result<(), BuildError> {
-        let depth = self.depth_of(v) + 1;
+    /// Places `items` in the open container `target` of kind `kind`.
+    fn fill(
+        &mut self,
+        target: &V,
+        kind: ContainerKind,
+        items: Drain<'_, V>,
+    ) -> Result<(), BuildError> {
+        let (h, i) = self.target(target, kind)?;
         let slot = &mut self.slots[i];
-        if depth > slot.depth {
-            if depth > MAX_DEPTH {
-                return Err(BuildError::TooDeep { limit: MAX_DEPTH });
+        let mut values = mem::take(&mut slot.values);
+        let mut frames = mem::take(&mut slot.frames);
+        let (mut mode, mut depth) = (slot.mode, slot.depth);
+        let result = self.fill_items(
+            h,
+            kind,
+            items,
+            &mut values,
+            &mut frames,
+            &mut mode,
+            &mut depth,
+        );
+        let slot = &mut self.slots[i];
+        slot.values = values;
+        slot.frames = frames;
+        slot.mode = mode;
+        slot.depth = depth;
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fill_items(
+        &mut self,
+        h: Handle,
+        kind: ContainerKind,
+        mut items: Drain<'_, V>,
+        values: &mut Vec<V>,
+        frames: &mut Vec<FrameId>,
+        mode: &mut Mode,
+        depth: &mut u32,
+    ) -> Result<(), BuildError> {
+        let is_list = kind == ContainerKind::List;
+        if is_list && matches!(*mode, Mode::Empty | Mode::Frames) {
+            // The hot case: a batch of frame references for a trace entry's stack.
+            let slice = items.as_slice();
+            let n = slice
+                .iter()
+                .take_while(|v| matches!(v, V::Frame(_)))
+                .count();
+            if n > 0 {
+                frames.extend(slice[..n].iter().filter_map(|v| match v {
+                    V::Frame(f) => Some(*f),
+                    _ => None,
+                }));
+                *mode = Mode::Frames;
+                items.nth(n - 1);
             }
-            slot.depth = depth;
         }
-        if slot.kind == ContainerKind::List {
-            match (slot.run, RecordKind::of(v)) {
-                (Some((kind, start, len)), Some((k, idx))) if k == kind && idx == start + len => {
-                    slot.run = Some((kind, start, len + 1));
-                    return Ok(());
+        for item in items {
+            let v = match item {
+                V::Open(_) => self.place(item, Some(h))?,
+                v => v,
+            };
+            if is_list {
+                match (*mode, v) {
+                    (Mode::Empty | Mode::Frames, V::Frame(f)) => {
+                        *mode = Mode::Frames;
+                        frames.push(f);
+                        continue;
+                    }
+                    (Mode::Values, _) => {}
+                    (Mode::Empty, _) => match RecordKind::of(v) {
+                        Some((k, idx)) => {
+                            *mode = Mode::Run(k, idx, 1);
+                            continue;
+                        }
+                        None => *mode = Mode::Values,
+                    },
+                    (Mode::Run(k, start, len), _) => {
+                        if RecordKind::of(v) == Some((k, start + len)) {
+                            *mode = Mode::Run(k, start, len + 1);
+                            continue;
+                        }
+                        // The run is broken: spell it out.
+                        values.extend((start..start + len).map(|r| k.value(r)));
+                        *depth = (*depth).max(self.depth_of(k.value(start)) + 1);
+                        *mode = Mode::Values;
+                    }
+                    (Mode::Frames, _) => {
+                        values.extend(frames.drain(..).map(V::Frame));
+                        *depth = (*depth).max(2);
+                        *mode = Mode::Values;
+                    }
                 }
-                (None, Some((k, idx))) if slot.values.is_empty() => {
-                    slot.run = Some((k, idx, 1));
-                    return Ok(());
-                }
-                (Some((kind, start, len)), _) => {
-                    // The run is broken: spell it out.
-                    slot.run = None;
-                    slot.values.extend((start..start + len).map(|r| kind.value(r)));
-                }
-                _ => {}
             }
+            let d = self.depth_of(v) + 1;
+            if d > *depth {
+                if d > MAX_DEPTH {
+                    return Err(BuildError::TooDeep { limit: MAX_DEPTH });
+                }
+                *depth = d;
+            }
+            values.push(v);
         }
-        slot.values.push(v);
         Ok(())
     }
 
     /// Finishes slot `i` (handle `h`): a record, a stack, a run or a generic container.
     /// `classify` is false for the top level, which is read as a plain dict or list.
     fn finalize(&mut self, h: Handle, i: usize, classify: bool) -> Result<V, BuildError> {
-        let mut values = mem::take(&mut self.slots[i].values);
-        let slot = &self.slots[i];
-        let (kind, run, depth, memo, shared) =
-            (slot.kind, slot.run, slot.depth, slot.memo, slot.shared);
-        let result = match kind {
-            ContainerKind::List => match run {
-                Some((kind, start, len)) => Ok(V::Run(kind, start, len)),
-                None if values.is_empty() => Ok(V::EmptyList),
-                None if classify && values.iter().all(|v| matches!(v, V::Frame(_))) => {
-                    self.frame_scratch.clear();
-                    self.frame_scratch.extend(values.iter().filter_map(|v| match v {
-                        V::Frame(f) => Some(*f),
-                        _ => None,
-                    }));
+        let slot = &mut self.slots[i];
+        let mut values = mem::take(&mut slot.values);
+        let (kind, mode, depth, memo, shared) =
+            (slot.kind, slot.mode, slot.depth, slot.memo, slot.shared);
+        let result = match (kind, mode) {
+            (ContainerKind::List, Mode::Run(kind, start, len)) => Ok(V::Run(kind, start, len)),
+            (ContainerKind::List, Mode::Empty) => Ok(V::EmptyList),
+            (ContainerKind::List, Mode::Frames) => {
+                let frames = mem::take(&mut self.slots[i].frames);
+                let result = if classify {
                     self.snap
                         .stacks
-                        .intern(&self.frame_scratch)
+                        .intern(&frames)
                         .map(V::Stack)
                         .map_err(invalid)
-                }
-                None => self.new_gen(GenKind::List, depth, values.drain(..).collect()),
-            },
-            ContainerKind::Dict if classify => self.record(&values, depth),
-            ContainerKind::Dict => self.new_gen(GenKind::Dict, depth, values.drain(..).collect()),
-            ContainerKind::Set => self.new_gen(GenKind::Set, depth, values.drain(..).collect()),
+                } else {
+                    self.new_gen(
+                        GenKind::List,
+                        2,
+                        frames.iter().map(|&f| V::Frame(f)).collect(),
+                    )
+                };
+                let slot_frames = &mut self.slots[i].frames;
+                *slot_frames = frames;
+                slot_frames.clear();
+                result
+            }
+            (ContainerKind::List, Mode::Values) => {
+                self.new_gen(GenKind::List, depth, values.to_vec())
+            }
+            (ContainerKind::Dict, _) if classify => self.record(&values, depth),
+            (ContainerKind::Dict, _) => self.new_gen(GenKind::Dict, depth, values.to_vec()),
+            (ContainerKind::Set, _) => self.new_gen(GenKind::Set, depth, values.to_vec()),
         };
         values.clear();
-        // Release the slot (keeping its buffer) and point the memo at the result.
+        // Release the slot (keeping its buffers) and point the memo at the result.
         let slot = &mut self.slots[i];
         slot.values = values;
         slot.gen = slot.gen.wrapping_add(1);
-        slot.run = None;
+        slot.mode = Mode::Empty;
         self.free_slots.push(h.slot);
         let result = result?;
         if shared {
@@ -599,11 +699,19 @@ impl SnapshotBuilder {
 
     fn stream_code(&mut self, v: V) -> u32 {
         let stream = self.u64_field(v, "a stream that is not an integer");
+        // Nearly every entry is on the stream of the one before.
+        if let Some(&(last, code)) = self.last_stream.as_ref() {
+            if last == stream {
+                return code;
+            }
+        }
         let next = self.snap.streams.len() as u32;
-        *self.stream_codes.entry(stream).or_insert_with(|| {
+        let code = *self.stream_codes.entry(stream).or_insert_with(|| {
             self.snap.streams.push(stream);
             next
-        })
+        });
+        self.last_stream = Some((stream, code));
+        code
     }
 
     fn range_of(&mut self, v: V, kind: RecordKind, what: &'static str) -> Range<u32> {
@@ -767,7 +875,9 @@ impl SnapshotBuilder {
                         .i64_field(v, "a trace entry time_us that is not an integer")
                         .unwrap_or(NO_TIME)
                 }
-                key::FRAMES => stack = self.stack_field(v, "trace entry frames that are not frames"),
+                key::FRAMES => {
+                    stack = self.stack_field(v, "trace entry frames that are not frames")
+                }
                 key::COMPILE_CONTEXT => {
                     if let Some(s) = self.text_field(v) {
                         self.snap.events.sparse.compile_context.push((index, s));
@@ -900,7 +1010,11 @@ impl SnapshotBuilder {
                 _ => self.unknown_key("unknown key in frames", k),
             }
         }
-        self.snap.frames.intern(frame).map(V::Frame).map_err(invalid)
+        self.snap
+            .frames
+            .intern(frame)
+            .map(V::Frame)
+            .map_err(invalid)
     }
 
     fn segment(&mut self, items: &[V]) -> Result<V, BuildError> {
@@ -942,7 +1056,8 @@ impl SnapshotBuilder {
                 key::IS_EXPANDABLE => expandable = matches!(v, V::Bool(true) | V::Int(1)),
                 key::FRAMES => stack = self.stack_field(v, "segment frames that are not frames"),
                 key::BLOCKS => {
-                    blocks = self.range_of(v, RecordKind::Block, "a segment block that is not a block")
+                    blocks =
+                        self.range_of(v, RecordKind::Block, "a segment block that is not a block")
                 }
                 _ => self.unknown_key("unknown key in segments", k),
             }
@@ -1074,7 +1189,10 @@ impl SnapshotBuilder {
                 V::Str(StrId(key::STAGE)) => match v {
                     V::Str(StrId(key::START)) => is_start = true,
                     V::Str(StrId(key::END)) => is_start = false,
-                    _ => self.snap.warnings.add("an annotation stage that is not START or END", None),
+                    _ => self
+                        .snap
+                        .warnings
+                        .add("an annotation stage that is not START or END", None),
                 },
                 V::Str(StrId(key::DEVICE)) => {
                     device = self
@@ -1266,8 +1384,11 @@ impl SnapshotBuilder {
         }
         let out = &mut self.snap.segments;
         for (n, &i) in order.iter().enumerate() {
-            out.device
-                .push(if n >= device.len() { HOST_DEVICE } else { g.device[i] });
+            out.device.push(if n >= device.len() {
+                HOST_DEVICE
+            } else {
+                g.device[i]
+            });
             out.address.push(g.address[i]);
             out.total_size.push(g.total_size[i]);
             out.allocated_size.push(g.allocated_size[i]);
@@ -1327,7 +1448,11 @@ impl SnapshotBuilder {
             },
             V::Float(f) => write!(out, "{}", memscope_pickle::tree::python_float_repr(f)),
             V::Str(s) => write!(out, "{:?}", self.snap.strings.get(s)),
-            V::Bytes(id) => write!(out, "b{:?}", String::from_utf8_lossy(&self.bytes[id as usize])),
+            V::Bytes(id) => write!(
+                out,
+                "b{:?}",
+                String::from_utf8_lossy(&self.bytes[id as usize])
+            ),
             V::Gen(id) => {
                 let node = &self.gens[id as usize];
                 let (open, close) = match node.kind {
@@ -1383,6 +1508,7 @@ impl Builder for SnapshotBuilder {
         V::Bool(value)
     }
 
+    #[inline]
     fn int(&mut self, value: i64) -> V {
         V::Int(value)
     }
@@ -1405,6 +1531,7 @@ impl Builder for SnapshotBuilder {
         V::Float(value)
     }
 
+    #[inline]
     fn str(&mut self, value: &str) -> Result<V, BuildError> {
         self.snap.strings.intern(value).map(V::Str).map_err(invalid)
     }
@@ -1415,35 +1542,23 @@ impl Builder for SnapshotBuilder {
         Ok(V::Bytes(id))
     }
 
+    #[inline]
     fn new_container(&mut self, kind: ContainerKind) -> Result<V, BuildError> {
         self.open(kind)
     }
 
+    #[inline]
     fn append(&mut self, list: &V, items: Drain<'_, V>) -> Result<(), BuildError> {
-        let (h, i) = self.target(list, ContainerKind::List)?;
-        for item in items {
-            let v = self.place(item, Some(h))?;
-            self.push_item(i, v)?;
-        }
-        Ok(())
+        self.fill(list, ContainerKind::List, items)
     }
 
+    #[inline]
     fn set_items(&mut self, dict: &V, pairs: Drain<'_, V>) -> Result<(), BuildError> {
-        let (h, i) = self.target(dict, ContainerKind::Dict)?;
-        for item in pairs {
-            let v = self.place(item, Some(h))?;
-            self.push_item(i, v)?;
-        }
-        Ok(())
+        self.fill(dict, ContainerKind::Dict, pairs)
     }
 
     fn add_items(&mut self, set: &V, items: Drain<'_, V>) -> Result<(), BuildError> {
-        let (h, i) = self.target(set, ContainerKind::Set)?;
-        for item in items {
-            let v = self.place(item, Some(h))?;
-            self.push_item(i, v)?;
-        }
-        Ok(())
+        self.fill(set, ContainerKind::Set, items)
     }
 
     fn tuple(&mut self, items: Drain<'_, V>) -> Result<V, BuildError> {
@@ -1454,6 +1569,7 @@ impl Builder for SnapshotBuilder {
         self.immutable(GenKind::FrozenSet, items)
     }
 
+    #[inline]
     fn memo_put(&mut self, slot: MemoSlot, value: &V) -> Result<(), BuildError> {
         let index = self.memo.index_for(slot)?;
         self.memo.put(index, *value);
@@ -1468,6 +1584,7 @@ impl Builder for SnapshotBuilder {
         Ok(())
     }
 
+    #[inline]
     fn memo_get(&mut self, index: u32) -> Result<V, BuildError> {
         let v = self
             .memo
@@ -1480,6 +1597,33 @@ impl Builder for SnapshotBuilder {
             }
         }
         Ok(v)
+    }
+
+    fn append_memo_refs(&mut self, list: &V, indices: &[u32]) -> Result<(), BuildError> {
+        let (_, i) = self.target(list, ContainerKind::List)?;
+        let mut done = 0;
+        let slot = &mut self.slots[i];
+        if matches!(slot.mode, Mode::Empty | Mode::Frames) {
+            // References to finished frame dicts: straight into the frame buffer.
+            for &index in indices {
+                match self.memo.get(index) {
+                    Some(V::Frame(f)) => slot.frames.push(*f),
+                    _ => break,
+                }
+                done += 1;
+            }
+            if done > 0 {
+                slot.mode = Mode::Frames;
+            }
+        }
+        if done == indices.len() {
+            return Ok(());
+        }
+        let mut items = Vec::with_capacity(indices.len() - done);
+        for &index in &indices[done..] {
+            items.push(self.memo_get(index)?);
+        }
+        self.fill(list, ContainerKind::List, items.drain(..))
     }
 
     fn finish(&mut self, root: V) -> Result<(), BuildError> {

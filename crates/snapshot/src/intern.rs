@@ -25,8 +25,21 @@ impl StackId {
 }
 
 fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
+    FxBuildHasher.hash_one(value)
+}
+
+/// Hash of a frame sequence, two ids per step: stacks are hashed once per trace entry,
+/// so this is on the hot path of loading.
+fn hash_frames(frames: &[FrameId]) -> u64 {
     let mut hasher = FxBuildHasher.build_hasher();
-    value.hash(&mut hasher);
+    hasher.write_usize(frames.len());
+    let mut pairs = frames.chunks_exact(2);
+    for pair in &mut pairs {
+        hasher.write_u64(u64::from(pair[0].0) << 32 | u64::from(pair[1].0));
+    }
+    if let [last] = pairs.remainder() {
+        hasher.write_u32(last.0);
+    }
     hasher.finish()
 }
 
@@ -46,7 +59,11 @@ impl Strings {
         let Strings { text, ends, table } = self;
         let get = |i: u32| -> &str {
             let end = ends[i as usize] as usize;
-            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+            let start = if i == 0 {
+                0
+            } else {
+                ends[i as usize - 1] as usize
+            };
             &text[start..end]
         };
         if let Some(&id) = table.find(hash, |&i| get(i) == s) {
@@ -59,7 +76,11 @@ impl Strings {
         let Strings { text, ends, table } = self;
         table.insert_unique(hash, id, |&i| {
             let end = ends[i as usize] as usize;
-            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+            let start = if i == 0 {
+                0
+            } else {
+                ends[i as usize - 1] as usize
+            };
             hash_of(&text[start..end])
         });
         Ok(StrId(id))
@@ -233,7 +254,7 @@ impl Default for Stacks {
     fn default() -> Self {
         // Stack 0 is the empty stack.
         let mut table = HashTable::new();
-        table.insert_unique(hash_of::<[FrameId]>(&[]), 0, |_| 0);
+        table.insert_unique(hash_frames(&[]), 0, |_| 0);
         Stacks {
             ends: vec![0],
             frames: Vec::new(),
@@ -257,7 +278,7 @@ impl Stacks {
 
     /// The id of the stack `frames`, interning it if new.
     pub fn intern(&mut self, frames: &[FrameId]) -> Result<StackId, &'static str> {
-        let hash = hash_of(frames);
+        let hash = hash_frames(frames);
         if let Some(&id) = self.table.find(hash, |&i| self.get(StackId(i)) == frames) {
             return Ok(StackId(id));
         }
@@ -274,7 +295,7 @@ impl Stacks {
         table.insert_unique(hash, id, |&i| {
             let i = i as usize;
             let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-            hash_of(&frames[start..ends[i] as usize])
+            hash_frames(&frames[start..ends[i] as usize])
         });
         Ok(StackId(id))
     }

@@ -44,7 +44,13 @@ pub enum LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let gz = |in_gzip: &bool| if *in_gzip { " (of the data inside gzip)" } else { "" };
+        let gz = |in_gzip: &bool| {
+            if *in_gzip {
+                " (of the data inside gzip)"
+            } else {
+                ""
+            }
+        };
         match self {
             LoadError::Empty => write!(f, "the file is empty"),
             LoadError::Pickle { error, in_gzip } => write!(f, "{error}{}", gz(in_gzip)),
@@ -70,7 +76,12 @@ enum Decoder {
 }
 
 impl Decoder {
-    fn feed(&mut self, chunk: &[u8], total_len: Option<u64>, in_gzip: bool) -> Result<(), LoadError> {
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        total_len: Option<u64>,
+        in_gzip: bool,
+    ) -> Result<(), LoadError> {
         if let Decoder::Sniff(head) = self {
             head.extend_from_slice(chunk);
             let Some(json) = sniff_json(head) else {
@@ -172,7 +183,7 @@ impl Write for GzipSink {
 enum Stage {
     /// Fewer than two bytes seen: gzip or not is still open.
     Start(Vec<u8>),
-    Plain(Decoder),
+    Plain(Box<Decoder>),
     Gzip(Box<MultiGzDecoder<GzipSink>>),
 }
 
@@ -251,7 +262,7 @@ impl Loader {
                         error: None,
                     })))
                 } else {
-                    Stage::Plain(Decoder::Sniff(Vec::new()))
+                    Stage::Plain(Box::new(Decoder::Sniff(Vec::new())))
                 };
                 self.bytes_read -= head.len() as u64;
                 self.feed(&head)
@@ -278,9 +289,10 @@ impl Loader {
             Stage::Gzip(mut g) => {
                 let offset = self.bytes_read;
                 g.try_finish().map_err(|e| gzip_error(&mut g, e, offset))?;
-                let sink = g
-                    .finish()
-                    .map_err(|e| LoadError::Gzip { reason: e.to_string(), offset })?;
+                let sink = g.finish().map_err(|e| LoadError::Gzip {
+                    reason: e.to_string(),
+                    offset,
+                })?;
                 if let Some(e) = sink.error {
                     return Err(e);
                 }

@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::intern::{Frames, Stacks, StackId, StrId, Strings};
+use crate::intern::{Frames, StackId, Stacks, StrId, Strings};
 use crate::warnings::Warnings;
 
 /// Marks an absent `time_us`.

@@ -69,7 +69,11 @@ impl Warnings {
                 count,
             })
             .collect();
-        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.message.cmp(&b.message)));
+        out.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.message.cmp(&b.message))
+        });
         out
     }
 }
