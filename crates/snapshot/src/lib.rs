@@ -32,6 +32,7 @@
 
 mod alloc;
 mod builder;
+pub mod frames;
 mod intern;
 mod load;
 mod model;

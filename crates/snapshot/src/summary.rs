@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::alloc::Allocations;
 use crate::intern::{FrameId, StackId, StrId};
@@ -12,7 +12,7 @@ use crate::model::{Snapshot, NO_TIME};
 
 /// The summary of one device of one file. Field names and meanings are fixed: scripts
 /// read them (`memscope summary --json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceSummary {
     /// Base name of the file.
     pub file: String,
@@ -35,7 +35,7 @@ pub struct DeviceSummary {
     /// Maximum requested bytes of live allocations over the trace.
     pub peak_allocated_bytes: u64,
     /// Maximum reserved bytes over the trace.
-    pub peak_reserved_bytes: i128,
+    pub peak_reserved_bytes: i64,
     /// Earliest `time_us`.
     pub first_time_us: Option<i64>,
     /// Latest `time_us`.
@@ -155,7 +155,7 @@ impl DeviceSummary {
             allocated_bytes: allocated,
             requested_bytes: requested,
             peak_allocated_bytes: allocs.peak_allocated,
-            peak_reserved_bytes: allocs.peak_reserved,
+            peak_reserved_bytes: i64::try_from(allocs.peak_reserved).unwrap_or(i64::MAX),
             first_time_us: first,
             last_time_us: last,
             unique_frames: triples.len() as u64,

@@ -1,0 +1,652 @@
+//! The page's state: the ranks being loaded or shown, the worker pool, the timeline of
+//! the active device and the selected allocation, and how worker responses and user
+//! input change them.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use memscope_protocol::{AllocationDetail, Phase, RankInfo, Request, Response, Source, ViewHint};
+use memscope_snapshot::units::{format_bytes, format_count};
+use memscope_snapshot::{base_name, rank_from_name};
+use web_sys::{File, HtmlElement};
+
+use crate::dom::{self, append, attr, by_id, clear, el, el_text};
+use crate::panel;
+use crate::pool::Pool;
+use crate::timeline::Timeline;
+use memscope_render::gl::NO_ID;
+
+/// Where a rank is in its life.
+pub enum RankState {
+    /// Waiting for a free worker.
+    Queued,
+    /// Being read by worker `slot`.
+    Loading {
+        bytes_read: f64,
+        total: f64,
+        phase: Phase,
+    },
+    /// Loaded, kept by worker `slot`.
+    Ready(RankInfo),
+    /// Not loadable, in plain words.
+    Failed(String),
+}
+
+/// One input file.
+pub struct Rank {
+    pub key: u32,
+    pub name: String,
+    pub rank: Option<u64>,
+    pub source: Option<Source>,
+    pub slot: Option<usize>,
+    pub state: RankState,
+    pub card: HtmlElement,
+}
+
+/// The page.
+pub struct App {
+    pub pool: Pool,
+    pub ranks: Vec<Rank>,
+    pub timeline: Option<Timeline>,
+    pub active: Option<(u32, i32)>,
+    pub detail: Option<AllocationDetail>,
+    pub show_noise: bool,
+    next_key: u32,
+    next_request: u32,
+    /// A strips request is in flight; another is due when it answers.
+    in_flight: bool,
+    /// Set when the view changed while a request was in flight.
+    dirty: bool,
+    pub load_started_ms: f64,
+}
+
+/// The shared handle every callback holds.
+pub type Shared = Rc<RefCell<App>>;
+
+impl App {
+    /// Creates the page state; `on_response` is given worker responses.
+    pub fn new(pool: Pool, timeline: Option<Timeline>) -> App {
+        App {
+            pool,
+            ranks: Vec::new(),
+            timeline,
+            active: None,
+            detail: None,
+            show_noise: false,
+            next_key: 1,
+            next_request: 1,
+            in_flight: false,
+            dirty: false,
+            load_started_ms: 0.0,
+        }
+    }
+
+    /// Queues files for loading.
+    pub fn add_files(&mut self, files: Vec<File>) {
+        let sources = files
+            .into_iter()
+            .map(|f| (f.name(), Source::File(f)))
+            .collect();
+        self.add_sources(sources);
+    }
+
+    /// Queues named sources for loading.
+    pub fn add_sources(&mut self, sources: Vec<(String, Source)>) {
+        if sources.is_empty() {
+            return;
+        }
+        if self
+            .ranks
+            .iter()
+            .all(|r| !matches!(r.state, RankState::Queued | RankState::Loading { .. }))
+        {
+            self.load_started_ms = dom::now_ms();
+        }
+        for (name, source) in sources {
+            let key = self.next_key;
+            self.next_key += 1;
+            let name = base_name(&name).to_owned();
+            let rank = rank_from_name(&name);
+            let card = el("div", "rank-card");
+            attr(&card, "data-key", &key.to_string());
+            self.ranks.push(Rank {
+                key,
+                name,
+                rank,
+                source: Some(source),
+                slot: None,
+                state: RankState::Queued,
+                card,
+            });
+        }
+        // Ranks by the number in their name; files without one keep their own names.
+        self.ranks.sort_by(|a, b| match (a.rank, b.rank) {
+            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.name.cmp(&b.name)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.name.cmp(&b.name),
+        });
+        let list: HtmlElement = by_id("ranks");
+        clear(&list);
+        for rank in &self.ranks {
+            append(&list, &rank.card);
+        }
+        for i in 0..self.ranks.len() {
+            self.render_card(i);
+        }
+        dom::set_status("loading");
+        // Show the workspace now, so the canvas has its real size when the first
+        // rank's worker lays out its first view.
+        if self.active.is_none() {
+            dom::show(&by_id("empty-state"), false);
+            dom::show(&by_id("workspace"), true);
+        }
+        self.schedule();
+        self.update_chrome();
+    }
+
+    /// Starts queued loads on free workers.
+    fn schedule(&mut self) {
+        loop {
+            let Some(i) = self
+                .ranks
+                .iter()
+                .position(|r| matches!(r.state, RankState::Queued))
+            else {
+                break;
+            };
+            let Some(slot) = self.pool.free_slot() else {
+                break;
+            };
+            let (w, h) = self
+                .timeline
+                .as_mut()
+                .map_or((1600, 600), |t| t.fit_canvas());
+            let rank = &mut self.ranks[i];
+            let Some(source) = rank.source.take() else {
+                rank.state = RankState::Failed("nothing to read".to_owned());
+                continue;
+            };
+            // Keep a copy of a file handle, so a crashed worker's ranks can be retried.
+            rank.source = match &source {
+                Source::File(f) => Some(Source::File(f.clone())),
+                Source::Url(u) => Some(Source::Url(u.clone())),
+                Source::Bytes(_) => None,
+            };
+            rank.slot = Some(slot);
+            rank.state = RankState::Loading {
+                bytes_read: 0.0,
+                total: 0.0,
+                phase: Phase::Reading,
+            };
+            let request = Request::Load {
+                rank_key: rank.key,
+                name: rank.name.clone(),
+                source,
+                view: ViewHint {
+                    width_px: w,
+                    height_px: h,
+                },
+            };
+            self.pool.send(slot, request);
+            self.render_card(i);
+        }
+    }
+
+    fn index_of(&self, key: u32) -> Option<usize> {
+        self.ranks.iter().position(|r| r.key == key)
+    }
+
+    /// Handles a worker response.
+    pub fn on_response(&mut self, slot: usize, response: Response) {
+        match response {
+            Response::Progress {
+                rank_key,
+                bytes_read,
+                total_bytes,
+                phase,
+            } => {
+                if let Some(i) = self.index_of(rank_key) {
+                    if let RankState::Loading { .. } = self.ranks[i].state {
+                        self.ranks[i].state = RankState::Loading {
+                            bytes_read,
+                            total: total_bytes,
+                            phase,
+                        };
+                        self.render_card(i);
+                    }
+                }
+            }
+            Response::Loaded(info) => {
+                self.pool.load_done(slot);
+                if let Some(i) = self.index_of(info.rank_key) {
+                    let first = info
+                        .devices
+                        .first()
+                        .map(|d| (info.rank_key, d.summary.device));
+                    self.ranks[i].state = RankState::Ready(info);
+                    self.render_card(i);
+                    if self.active.is_none() {
+                        if let Some((key, device)) = first {
+                            self.activate(key, device, false);
+                        }
+                    }
+                }
+                self.schedule();
+                self.update_chrome();
+            }
+            Response::Failed { rank_key, message } => {
+                self.pool.load_done(slot);
+                if let Some(i) = self.index_of(rank_key) {
+                    self.ranks[i].state = RankState::Failed(message);
+                    self.render_card(i);
+                }
+                self.schedule();
+                self.update_chrome();
+            }
+            Response::Crashed { rank_keys, message } => {
+                // The worker and every rank it kept are gone: say so for the ranks it
+                // was loading; ranks it had loaded are read again by a fresh worker.
+                self.pool.replace(slot);
+                for i in 0..self.ranks.len() {
+                    if self.ranks[i].slot != Some(slot) {
+                        continue;
+                    }
+                    self.ranks[i].slot = None;
+                    if rank_keys.contains(&self.ranks[i].key) {
+                        self.ranks[i].state = RankState::Failed(format!(
+                            "the worker reading this file stopped ({message}); the file may be \
+                             too large for the browser's memory"
+                        ));
+                    } else if self.ranks[i].source.is_some() {
+                        self.ranks[i].state = RankState::Queued;
+                    }
+                    if self.active.is_some_and(|(k, _)| k == self.ranks[i].key) {
+                        self.active = None;
+                    }
+                    self.render_card(i);
+                }
+                self.schedule();
+                self.update_chrome();
+            }
+            Response::Strips(strips) => {
+                self.in_flight = false;
+                if let Some(t) = self.timeline.as_mut() {
+                    t.set_strips(*strips);
+                    t.draw();
+                    t.draw_legend();
+                    dom::set_status("ready");
+                }
+                // The first strips of a rank are laid out for the canvas size guessed
+                // when loading started; any difference asks for the exact view.
+                if self.dirty || self.timeline.as_ref().is_some_and(Timeline::stale) {
+                    self.request_strips();
+                }
+            }
+            Response::Detail(detail) => {
+                let selected = self.timeline.as_ref().map_or(NO_ID, |t| t.selected);
+                if detail.allocation == selected
+                    && self.active == Some((detail.rank_key, detail.device))
+                {
+                    self.detail = Some(*detail);
+                    panel::show(self.detail.as_ref(), self.show_noise);
+                }
+            }
+        }
+    }
+
+    /// Shows a device on the timeline.
+    pub fn activate(&mut self, key: u32, device: i32, request: bool) {
+        let Some(i) = self.index_of(key) else { return };
+        let RankState::Ready(info) = &self.ranks[i].state else {
+            return;
+        };
+        let Some(d) = info
+            .devices
+            .iter()
+            .find(|d| d.summary.device == device)
+            .cloned()
+        else {
+            return;
+        };
+        self.active = Some((key, device));
+        self.detail = None;
+        panel::show(None, self.show_noise);
+        dom::show(&by_id("empty-state"), false);
+        dom::show(&by_id("workspace"), true);
+        let title: HtmlElement = by_id("view-title");
+        title.set_text_content(Some(&format!("{} — device {device}", self.ranks[i].name)));
+        for card in &self.ranks {
+            let _ = card
+                .card
+                .class_list()
+                .toggle_with_force("active", card.key == key);
+        }
+        let axis_toggle: HtmlElement = by_id("axis-toggle");
+        dom::show(&axis_toggle, d.has_time);
+        if let Some(t) = self.timeline.as_mut() {
+            t.show_device(key, device, d);
+            t.draw();
+        }
+        if request {
+            self.request_strips();
+        } else {
+            // The worker sends the first view of a freshly loaded rank by itself.
+            self.in_flight = true;
+        }
+        self.update_devices_marker();
+    }
+
+    fn update_devices_marker(&self) {
+        let list: HtmlElement = by_id("ranks");
+        let nodes = list.query_selector_all(".device").ok();
+        if let Some(nodes) = nodes {
+            for n in 0..nodes.length() {
+                let Some(node) = nodes.item(n) else { continue };
+                let Ok(e) = wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(node) else {
+                    continue;
+                };
+                let key = e
+                    .get_attribute("data-key")
+                    .and_then(|k| k.parse::<u32>().ok());
+                let device = e
+                    .get_attribute("data-device")
+                    .and_then(|d| d.parse::<i32>().ok());
+                let on = matches!((key, device), (Some(k), Some(d)) if self.active == Some((k, d)));
+                let _ = e.class_list().toggle_with_force("selected", on);
+                attr(&e, "aria-selected", if on { "true" } else { "false" });
+            }
+        }
+    }
+
+    /// Asks the active device's worker for strips of the current view (one request in
+    /// flight at a time; later changes are coalesced).
+    pub fn request_strips(&mut self) {
+        let Some((key, device)) = self.active else {
+            return;
+        };
+        let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) else {
+            return;
+        };
+        if self.in_flight {
+            self.dirty = true;
+            return;
+        }
+        let Some(t) = self.timeline.as_mut() else {
+            return;
+        };
+        t.fit_canvas();
+        if !t.stale() {
+            self.dirty = false;
+            return;
+        }
+        let view = t.view;
+        let request = self.next_request;
+        self.next_request += 1;
+        self.in_flight = true;
+        self.dirty = false;
+        self.pool.send(
+            slot,
+            Request::Strips {
+                rank_key: key,
+                device,
+                request,
+                view,
+            },
+        );
+    }
+
+    /// The view changed: redraw now, refine later.
+    pub fn view_changed(&mut self) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.draw();
+        }
+        self.request_strips();
+    }
+
+    /// Selects allocation `id` of the active device (or clears with `NO_ID`).
+    pub fn select(&mut self, id: u32) {
+        let Some((key, device)) = self.active else {
+            return;
+        };
+        if let Some(t) = self.timeline.as_mut() {
+            t.selected = id;
+            t.draw();
+        }
+        self.detail = None;
+        if id == NO_ID {
+            panel::show(None, self.show_noise);
+            return;
+        }
+        let body: HtmlElement = by_id("detail-body");
+        clear(&body);
+        append(&body, &el_text("p", "hint", "Loading details…"));
+        if let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) {
+            self.pool.send(
+                slot,
+                Request::Detail {
+                    rank_key: key,
+                    device,
+                    allocation: id,
+                },
+            );
+        }
+    }
+
+    /// Cancels every load in progress and drops queued files.
+    pub fn cancel_loading(&mut self) {
+        for i in 0..self.ranks.len() {
+            match self.ranks[i].state {
+                RankState::Queued => {
+                    self.ranks[i].state = RankState::Failed("loading was cancelled".to_owned());
+                    self.render_card(i);
+                }
+                RankState::Loading { .. } => {
+                    if let Some(slot) = self.ranks[i].slot {
+                        let key = self.ranks[i].key;
+                        self.pool.send(slot, Request::Cancel { rank_key: key });
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.update_chrome();
+    }
+
+    /// Header state: the cancel button, the page status.
+    fn update_chrome(&self) {
+        let loading = self
+            .ranks
+            .iter()
+            .any(|r| matches!(r.state, RankState::Queued | RankState::Loading { .. }));
+        dom::show(&by_id("cancel"), loading);
+        if !loading && self.active.is_none() && !self.ranks.is_empty() {
+            dom::set_status("failed");
+        }
+        let summary: HtmlElement = by_id("load-summary");
+        let ready = self
+            .ranks
+            .iter()
+            .filter(|r| matches!(r.state, RankState::Ready(_)))
+            .count();
+        let failed = self
+            .ranks
+            .iter()
+            .filter(|r| matches!(r.state, RankState::Failed(_)))
+            .count();
+        let text = if loading {
+            format!(
+                "{ready} of {} ranks loaded, {} workers",
+                self.ranks.len(),
+                self.pool.len()
+            )
+        } else if failed > 0 {
+            format!("{ready} ranks loaded, {failed} failed")
+        } else {
+            format!(
+                "{ready} ranks loaded in {:.0} ms",
+                dom::now_ms() - self.load_started_ms
+            )
+        };
+        summary.set_text_content(Some(&text));
+        if !loading {
+            attr(
+                &by_id::<HtmlElement>("load-summary"),
+                "data-load-ms",
+                &format!("{:.1}", dom::now_ms() - self.load_started_ms),
+            );
+        }
+    }
+
+    /// Redraws rank `i`'s card.
+    fn render_card(&self, i: usize) {
+        let rank = &self.ranks[i];
+        let card = &rank.card;
+        clear(card);
+        attr(card, "data-file", &rank.name);
+        attr(
+            card,
+            "data-rank",
+            &rank.rank.map_or(String::new(), |r| r.to_string()),
+        );
+        let head = el("div", "rank-head");
+        let label = match rank.rank {
+            Some(r) => format!("rank {r}"),
+            None => "file".to_owned(),
+        };
+        append(&head, &el_text("span", "rank-label", &label));
+        append(&head, &el_text("span", "rank-name", &rank.name));
+        append(card, &head);
+        match &rank.state {
+            RankState::Queued => {
+                let _ = card.class_list().remove_1("failed");
+                append(
+                    card,
+                    &el_text("div", "rank-status", "waiting for a worker…"),
+                );
+            }
+            RankState::Loading {
+                bytes_read,
+                total,
+                phase,
+            } => {
+                let what = match phase {
+                    Phase::Reading => "reading",
+                    Phase::Analysing => "analysing",
+                    Phase::Drawing => "laying out",
+                };
+                let text = if *total > 0.0 {
+                    format!(
+                        "{what} {} of {}",
+                        format_bytes(*bytes_read as u64),
+                        format_bytes(*total as u64)
+                    )
+                } else {
+                    format!("{what} {}", format_bytes(*bytes_read as u64))
+                };
+                append(card, &el_text("div", "rank-status", &text));
+                let bar = el("progress", "");
+                if *total > 0.0 {
+                    attr(&bar, "max", &format!("{total}"));
+                    attr(&bar, "value", &format!("{bytes_read}"));
+                }
+                append(card, &bar);
+            }
+            RankState::Failed(message) => {
+                let _ = card.class_list().add_1("failed");
+                let error = el("div", "rank-error");
+                attr(&error, "role", "alert");
+                attr(&error, "data-file", &rank.name);
+                attr(
+                    &error,
+                    "data-rank",
+                    &rank.rank.map_or(String::new(), |r| r.to_string()),
+                );
+                attr(&error, "data-error", message);
+                error.set_text_content(Some(&format!(
+                    "{} could not be opened: {message}",
+                    rank.name
+                )));
+                append(card, &error);
+            }
+            RankState::Ready(info) => {
+                let _ = card.class_list().remove_1("failed");
+                if info.devices.is_empty() {
+                    append(
+                        card,
+                        &el_text("div", "rank-status", "no device has a trace or a segment"),
+                    );
+                }
+                for d in &info.devices {
+                    let s = &d.summary;
+                    let row = el("div", "device");
+                    attr(&row, "role", "button");
+                    attr(&row, "tabindex", "0");
+                    attr(&row, "data-key", &rank.key.to_string());
+                    attr(&row, "data-file", &rank.name);
+                    attr(
+                        &row,
+                        "data-rank",
+                        &rank.rank.map_or(String::new(), |r| r.to_string()),
+                    );
+                    attr(&row, "data-device", &s.device.to_string());
+                    attr(
+                        &row,
+                        "data-peak-allocated-bytes",
+                        &s.peak_allocated_bytes.to_string(),
+                    );
+                    attr(
+                        &row,
+                        "data-peak-reserved-bytes",
+                        &s.peak_reserved_bytes.to_string(),
+                    );
+                    attr(&row, "data-events", &s.events.to_string());
+                    append(
+                        &row,
+                        &el_text("span", "device-name", &format!("device {}", s.device)),
+                    );
+                    let peak = el_text(
+                        "span",
+                        "device-peak",
+                        &format!("peak {}", format_bytes(s.peak_allocated_bytes)),
+                    );
+                    attr(
+                        &peak,
+                        "title",
+                        &format!(
+                            "{} bytes allocated at the peak",
+                            format_count(s.peak_allocated_bytes)
+                        ),
+                    );
+                    append(&row, &peak);
+                    append(
+                        &row,
+                        &el_text(
+                            "span",
+                            "device-meta",
+                            &format!(
+                                "reserved {} · {} events",
+                                format_bytes(u64::try_from(s.peak_reserved_bytes).unwrap_or(0)),
+                                format_count(s.events)
+                            ),
+                        ),
+                    );
+                    append(card, &row);
+                }
+                if !info.warnings.is_empty() {
+                    let warn = el_text("details", "rank-warnings", "");
+                    append(
+                        &warn,
+                        &el_text("summary", "", &format!("{} warnings", info.warnings.len())),
+                    );
+                    let list = el("ul", "");
+                    for w in &info.warnings {
+                        append(&list, &el_text("li", "", w));
+                    }
+                    append(&warn, &list);
+                    append(card, &warn);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! The memory timeline: a WebGL2 canvas showing one device's strips, with DOM axes,
+//! the peak marker, the hover readout and the box-zoom rectangle.
+//!
+//! The view (x and y ranges) changes instantly on input: the current strips are redrawn
+//! through a new mapping while the worker lays out the new view, whose strips replace
+//! them when they arrive.
+
+use memscope_protocol::{Axis, DeviceInfo, LegendEntry, Strips, View};
+use memscope_render::palette::{overlay_color, Theme};
+use memscope_render::{ticks_bytes, ticks_events, ticks_time};
+use memscope_snapshot::units::{format_bytes, format_count};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{HtmlCanvasElement, HtmlElement};
+
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use memscope_render::gl::{Mapping, Renderer, NO_ID};
+
+/// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
+pub struct Shown {
+    pub request: u32,
+    pub view: View,
+    pub strips: memscope_render::Strips,
+    pub peak: (f64, f64),
+    pub legend: Vec<LegendEntry>,
+}
+
+/// The timeline widget.
+pub struct Timeline {
+    canvas: HtmlCanvasElement,
+    gl: glow::Context,
+    renderer: Renderer,
+    /// The device shown: (rank key, device, its info).
+    pub device: Option<(u32, i32, DeviceInfo)>,
+    /// The view the user is looking at.
+    pub view: View,
+    /// The strips drawn (possibly for an older view).
+    pub shown: Option<Shown>,
+    pub hovered: u32,
+    pub selected: u32,
+    /// Frames drawn (for tests and the bench).
+    pub frames: u32,
+}
+
+impl Timeline {
+    /// Sets up WebGL2 on `#canvas`.
+    pub fn new() -> Result<Timeline, String> {
+        let canvas: HtmlCanvasElement = by_id("canvas");
+        let options = js_sys::Object::new();
+        // Tests read pixels back after the frame was presented.
+        let _ = js_sys::Reflect::set(&options, &"preserveDrawingBuffer".into(), &JsValue::TRUE);
+        let _ = js_sys::Reflect::set(&options, &"antialias".into(), &JsValue::FALSE);
+        let context = canvas
+            .get_context_with_context_options("webgl2", &options)
+            .map_err(|_| "WebGL2 is not available in this browser".to_owned())?
+            .ok_or_else(|| "WebGL2 is not available in this browser".to_owned())?
+            .unchecked_into::<web_sys::WebGl2RenderingContext>();
+        let gl = glow::Context::from_webgl2_context(context);
+        let renderer = Renderer::new(&gl)?;
+        Ok(Timeline {
+            canvas,
+            gl,
+            renderer,
+            device: None,
+            view: View {
+                axis: Axis::Time,
+                x0: 0.0,
+                x1: 1.0,
+                y0: 0.0,
+                y1: 1.0,
+                width_px: 1,
+                height_px: 1,
+            },
+            shown: None,
+            hovered: NO_ID,
+            selected: NO_ID,
+            frames: 0,
+        })
+    }
+
+    /// The canvas size in device pixels, following its CSS size.
+    pub fn fit_canvas(&mut self) -> (u32, u32) {
+        let dpr = dom::window().device_pixel_ratio().max(1.0);
+        let w = (f64::from(self.canvas.client_width()) * dpr)
+            .round()
+            .max(1.0) as u32;
+        let h = (f64::from(self.canvas.client_height()) * dpr)
+            .round()
+            .max(1.0) as u32;
+        if self.canvas.width() != w || self.canvas.height() != h {
+            self.canvas.set_width(w);
+            self.canvas.set_height(h);
+        }
+        self.view.width_px = w;
+        self.view.height_px = h;
+        (w, h)
+    }
+
+    /// The x extent of the shown device on `axis`.
+    pub fn x_extent(&self, axis: Axis) -> f64 {
+        match (&self.device, axis) {
+            (Some((_, _, info)), Axis::Time) => info.time_span_us.max(1.0),
+            // Moment m (the state after m entries) spans [m, m + 1).
+            (Some((_, _, info)), Axis::Events) => f64::from(info.events) + 1.0,
+            (None, _) => 1.0,
+        }
+    }
+
+    /// Shows a device, fitted.
+    pub fn show_device(&mut self, rank_key: u32, device: i32, info: DeviceInfo) {
+        let axis = if info.has_time {
+            Axis::Time
+        } else {
+            Axis::Events
+        };
+        self.device = Some((rank_key, device, info));
+        self.view.axis = axis;
+        self.shown = None;
+        self.hovered = NO_ID;
+        self.selected = NO_ID;
+        self.fit();
+    }
+
+    /// Fits the whole device in view.
+    pub fn fit(&mut self) {
+        self.fit_canvas();
+        let y_max = self
+            .device
+            .as_ref()
+            .map_or(1.0, |(_, _, i)| i.y_max.max(1.0));
+        self.view.x0 = 0.0;
+        self.view.x1 = self.x_extent(self.view.axis);
+        self.view.y0 = 0.0;
+        self.view.y1 = y_max * 1.05;
+    }
+
+    /// Zooms x by `factor` (< 1 zooms in) around `at` (data x).
+    pub fn zoom_x(&mut self, factor: f64, at: f64) {
+        let extent = self.x_extent(self.view.axis);
+        let min_span = match self.view.axis {
+            Axis::Time => 1.0,
+            Axis::Events => 4.0,
+        };
+        let span = ((self.view.x1 - self.view.x0) * factor).clamp(min_span, extent * 1.5);
+        let t = if self.view.x1 > self.view.x0 {
+            (at - self.view.x0) / (self.view.x1 - self.view.x0)
+        } else {
+            0.5
+        };
+        self.view.x0 = at - t * span;
+        self.view.x1 = self.view.x0 + span;
+        self.clamp_x();
+    }
+
+    /// Pans x by `fraction` of the visible span.
+    pub fn pan_x(&mut self, fraction: f64) {
+        let d = (self.view.x1 - self.view.x0) * fraction;
+        self.view.x0 += d;
+        self.view.x1 += d;
+        self.clamp_x();
+    }
+
+    /// Pans by data deltas.
+    pub fn pan_by(&mut self, dx: f64, dy: f64) {
+        self.view.x0 += dx;
+        self.view.x1 += dx;
+        let y_max = self
+            .device
+            .as_ref()
+            .map_or(1.0, |(_, _, i)| i.y_max.max(1.0))
+            * 1.05;
+        let span = self.view.y1 - self.view.y0;
+        if span < y_max {
+            let y0 = (self.view.y0 + dy).clamp(0.0, y_max - span);
+            self.view.y0 = y0;
+            self.view.y1 = y0 + span;
+        }
+        self.clamp_x();
+    }
+
+    /// Shows exactly the data box `x0..x1 × y0..y1`.
+    pub fn zoom_to(&mut self, x0: f64, x1: f64, y0: f64, y1: f64) {
+        self.view.x0 = x0.min(x1);
+        self.view.x1 = x0.max(x1);
+        self.view.y0 = y0.min(y1).max(0.0);
+        self.view.y1 = y0.max(y1).max(self.view.y0 + 1.0);
+        self.clamp_x();
+    }
+
+    fn clamp_x(&mut self) {
+        let extent = self.x_extent(self.view.axis);
+        let span = (self.view.x1 - self.view.x0).min(extent * 1.5);
+        let margin = span * 0.25;
+        if self.view.x0 < -margin {
+            self.view.x0 = -margin;
+        }
+        if self.view.x0 > extent + margin - span {
+            self.view.x0 = extent + margin - span;
+        }
+        self.view.x1 = self.view.x0 + span;
+    }
+
+    /// Data coordinates under a mouse position (client pixels).
+    pub fn data_at(&self, client_x: f64, client_y: f64) -> (f64, f64) {
+        let rect = self.canvas.get_bounding_client_rect();
+        let fx = (client_x - rect.left()) / rect.width().max(1.0);
+        let fy = 1.0 - (client_y - rect.top()) / rect.height().max(1.0);
+        (
+            self.view.x0 + fx * (self.view.x1 - self.view.x0),
+            self.view.y0 + fy * (self.view.y1 - self.view.y0),
+        )
+    }
+
+    /// The allocation drawn under data coordinates, if a band (not an aggregate) is there.
+    pub fn hit(&self, x: f64, y: f64) -> Option<u32> {
+        let shown = self.shown.as_ref()?;
+        let i = shown
+            .strips
+            .hit(x - shown.strips.origin_x, y - shown.strips.origin_y)?;
+        let id = *shown.strips.ids.get(i)?;
+        (id != NO_ID).then_some(id)
+    }
+
+    /// Takes new strips (if they are for the device shown).
+    pub fn set_strips(&mut self, strips: Strips) {
+        let Some((rank_key, device, _)) = &self.device else {
+            return;
+        };
+        if strips.rank_key != *rank_key || strips.device != *device {
+            return;
+        }
+        if let Some(shown) = &self.shown {
+            if shown.request > strips.request && strips.request != 0 {
+                return;
+            }
+        }
+        let render = memscope_render::Strips::from_parts(
+            strips.view,
+            strips.origin_x,
+            strips.origin_y,
+            strips.rects.to_vec(),
+            strips.colors.to_vec(),
+            strips.ids.to_vec(),
+        );
+        self.renderer
+            .set_bands(&self.gl, &render.rects, &render.colors, &render.ids);
+        let theme = if dark_theme() {
+            Theme::Dark
+        } else {
+            Theme::Light
+        };
+        let line_strips = strips
+            .line_strips
+            .iter()
+            .map(|l| (l.first as i32, l.count as i32, overlay_color(l.kind, theme)))
+            .collect();
+        self.renderer
+            .set_lines(&self.gl, &strips.lines.to_vec(), line_strips);
+        self.shown = Some(Shown {
+            request: strips.request,
+            view: strips.view,
+            strips: render,
+            peak: strips.peak,
+            legend: strips.legend,
+        });
+    }
+
+    /// Whether the shown strips were laid out for a different view than the current one.
+    pub fn stale(&self) -> bool {
+        match &self.shown {
+            Some(shown) => {
+                let a = shown.view;
+                let b = self.view;
+                a.axis != b.axis
+                    || a.width_px != b.width_px
+                    || a.height_px != b.height_px
+                    || (a.x0 - b.x0).abs() > 1e-9 * (1.0 + b.x0.abs())
+                    || (a.x1 - b.x1).abs() > 1e-9 * (1.0 + b.x1.abs())
+                    || (a.y0 - b.y0).abs() > 1e-9 * (1.0 + b.y0.abs())
+                    || (a.y1 - b.y1).abs() > 1e-9 * (1.0 + b.y1.abs())
+            }
+            None => true,
+        }
+    }
+
+    /// Draws the current strips through the current view, and the DOM overlays.
+    pub fn draw(&mut self) {
+        let (w, h) = self.fit_canvas();
+        let dark = dark_theme();
+        let background = if dark {
+            [0.09, 0.10, 0.12, 1.0]
+        } else {
+            [1.0, 1.0, 1.0, 1.0]
+        };
+        let outline = if dark {
+            [1.0, 1.0, 1.0, 1.0]
+        } else {
+            [0.0, 0.0, 0.0, 1.0]
+        };
+        match &self.shown {
+            Some(shown) if shown.view.axis == self.view.axis => {
+                let s = &shown.strips;
+                let map = Mapping {
+                    x_left: self.view.x0 - s.origin_x,
+                    x_right: self.view.x1 - s.origin_x,
+                    y_bottom: self.view.y0 - s.origin_y,
+                    y_top: self.view.y1 - s.origin_y,
+                };
+                self.renderer.draw(
+                    &self.gl,
+                    w,
+                    h,
+                    map,
+                    background,
+                    outline,
+                    self.hovered,
+                    self.selected,
+                );
+            }
+            _ => memscope_render::gl::clear(&self.gl, w, h, background),
+        }
+        self.frames += 1;
+        self.draw_axes();
+        self.draw_peak();
+    }
+
+    fn draw_axes(&self) {
+        let y_axis: HtmlElement = by_id("y-axis");
+        let x_axis: HtmlElement = by_id("x-axis");
+        clear(&y_axis);
+        clear(&x_axis);
+        let v = &self.view;
+        for (value, label) in ticks_bytes(v.y0, v.y1, 6) {
+            let f = (value - v.y0) / (v.y1 - v.y0);
+            let tick = el_text("span", "tick", &label);
+            style(&tick, "bottom", &format!("{:.3}%", f * 100.0));
+            append(&y_axis, &tick);
+        }
+        let ticks = match v.axis {
+            Axis::Time => ticks_time(v.x0.max(0.0), v.x1, 8),
+            Axis::Events => ticks_events(v.x0.max(0.0), v.x1, 8),
+        };
+        for (value, label) in ticks {
+            let f = (value - v.x0) / (v.x1 - v.x0);
+            if !(0.0..=1.0).contains(&f) {
+                continue;
+            }
+            let tick = el_text("span", "tick", &label);
+            style(&tick, "left", &format!("{:.3}%", f * 100.0));
+            append(&x_axis, &tick);
+        }
+    }
+
+    fn draw_peak(&self) {
+        let marker: HtmlElement = by_id("peak");
+        let Some(shown) = &self.shown else {
+            dom::show(&marker, false);
+            return;
+        };
+        let v = &self.view;
+        let (x, bytes) = shown.peak;
+        let fx = (x - v.x0) / (v.x1 - v.x0);
+        let fy = (bytes - v.y0) / (v.y1 - v.y0);
+        let visible = (0.0..=1.0).contains(&fx);
+        dom::show(&marker, visible);
+        if visible {
+            style(&marker, "left", &format!("{:.3}%", fx * 100.0));
+            style(
+                &marker,
+                "bottom",
+                &format!("{:.3}%", fy.clamp(0.0, 1.0) * 100.0),
+            );
+            marker.set_text_content(Some(&format!("peak {}", format_bytes(bytes as u64))));
+            attr(
+                &marker,
+                "title",
+                &format!("{} bytes", format_count(bytes as u64)),
+            );
+        }
+    }
+
+    /// Fills the legend list.
+    pub fn draw_legend(&self) {
+        let legend: HtmlElement = by_id("legend");
+        clear(&legend);
+        let Some(shown) = &self.shown else { return };
+        for entry in &shown.legend {
+            let item = el("li", "legend-item");
+            let swatch = el("span", "swatch");
+            style(&swatch, "background", &css_color(entry.color));
+            append(&item, &swatch);
+            append(&item, &el_text("span", "legend-label", &entry.label));
+            let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes as u64));
+            attr(
+                &bytes,
+                "title",
+                &format!("{} bytes at the peak", format_count(entry.bytes as u64)),
+            );
+            append(&item, &bytes);
+            append(&legend, &item);
+        }
+    }
+
+    /// Instances drawn per frame.
+    pub fn instances(&self) -> i32 {
+        self.renderer.instances()
+    }
+
+    /// Client coordinates of the middle of allocation `id`'s largest visible rect.
+    pub fn locate(&self, id: u32) -> Option<(f64, f64)> {
+        let shown = self.shown.as_ref()?;
+        let s = &shown.strips;
+        let v = &self.view;
+        let clip = |r: [f64; 4]| {
+            [
+                r[0].max(v.x0),
+                r[1].min(v.x1),
+                r[2].max(v.y0),
+                r[3].min(v.y1),
+            ]
+        };
+        let area = |r: [f64; 4]| {
+            ((r[1] - r[0]) / (v.x1 - v.x0)).max(0.0) * ((r[3] - r[2]) / (v.y1 - v.y0)).max(0.0)
+        };
+        let best = (0..s.len())
+            .filter(|&i| s.ids[i] == id)
+            .map(|i| clip(s.rect_data(i)))
+            .filter(|r| area(*r) > 0.0)
+            .max_by(|a, b| area(*a).total_cmp(&area(*b)))?;
+        let rect = self.canvas.get_bounding_client_rect();
+        let fx = ((best[0] + best[1]) / 2.0 - v.x0) / (v.x1 - v.x0);
+        let fy = ((best[2] + best[3]) / 2.0 - v.y0) / (v.y1 - v.y0);
+        Some((
+            rect.left() + fx * rect.width(),
+            rect.top() + (1.0 - fy) * rect.height(),
+        ))
+    }
+
+    /// The canvas element.
+    pub fn canvas(&self) -> &HtmlCanvasElement {
+        &self.canvas
+    }
+}
+
+/// Whether the page uses the dark theme.
+fn dark_theme() -> bool {
+    dom::document()
+        .document_element()
+        .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"))
+}
+
+/// A CSS colour from RGBA8 packed little-endian (red in the low byte).
+pub fn css_color(rgba: u32) -> String {
+    let [r, g, b, a] = rgba.to_le_bytes();
+    format!("rgba({r}, {g}, {b}, {:.3})", f64::from(a) / 255.0)
+}

@@ -1,0 +1,317 @@
+//! What the page and its rank workers say to each other.
+//!
+//! Each rank is parsed and kept by a worker (`memscope-worker`); the page
+//! (`memscope-app`) sends [`Request`]s and receives [`Response`]s through a
+//! `gloo-worker` bridge. The bridge's messages are encoded with [`Codec`]
+//! (serde-wasm-bindgen), so JavaScript objects marked `preserve` — a `File`, a
+//! `Float32Array` — travel as themselves. A `File` is structured-cloned (a handle: its
+//! bytes are not copied, and the worker reads them in chunks). Bulk buffers going back
+//! (timeline strips) must be *transferred*, which gloo-worker cannot do: the worker
+//! posts those responses itself with [`post_transferring`], in the exact envelope the
+//! bridge decodes, so they arrive through the same callback with their buffers moved,
+//! not copied.
+
+use gloo_worker::HandlerId;
+use js_sys::{Array, Float32Array, Uint32Array};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+
+use memscope_snapshot::DeviceSummary;
+
+/// gloo-worker message encoding: serde-wasm-bindgen, so preserved JavaScript values
+/// pass through unchanged.
+#[derive(Debug)]
+pub struct Codec;
+
+impl gloo_worker::Codec for Codec {
+    fn encode<I: Serialize>(input: I) -> JsValue {
+        // Every message type here is plain data plus preserved JS values: encoding cannot
+        // fail, and a failure would be a programming error in this crate.
+        serde_wasm_bindgen::to_value(&input).unwrap_or_else(|e| JsValue::from_str(&e.to_string()))
+    }
+
+    fn decode<O: for<'de> Deserialize<'de>>(input: JsValue) -> O {
+        match serde_wasm_bindgen::from_value(input) {
+            Ok(value) => value,
+            Err(e) => {
+                wasm_bindgen::throw_str(&format!("memscope: undecodable worker message: {e}"))
+            }
+        }
+    }
+}
+
+/// Where a rank's bytes come from.
+#[derive(Serialize, Deserialize)]
+pub enum Source {
+    /// A file the user picked or dropped.
+    File(#[serde(with = "serde_wasm_bindgen::preserve")] web_sys::File),
+    /// An address to fetch (the embedded example, or `#url=`).
+    Url(String),
+    /// Bytes handed over by another page.
+    Bytes(#[serde(with = "serde_wasm_bindgen::preserve")] js_sys::ArrayBuffer),
+}
+
+pub use memscope_render::{Axis, LineStrip, TimelineView as View};
+
+/// What the page asks a worker.
+#[derive(Serialize, Deserialize)]
+pub enum Request {
+    /// Parse a snapshot and keep it as rank `rank_key`.
+    Load {
+        /// The page's key for this rank (unique per loaded file).
+        rank_key: u32,
+        /// The file's base name.
+        name: String,
+        /// Its bytes.
+        source: Source,
+        /// The view the page will show first, so the first strips come without a round
+        /// trip.
+        view: ViewHint,
+    },
+    /// Stop loading `rank_key`.
+    Cancel {
+        /// Which rank.
+        rank_key: u32,
+    },
+    /// Lay out the timeline of a device for a view.
+    Strips {
+        /// Which rank.
+        rank_key: u32,
+        /// Which device.
+        device: i32,
+        /// The page's request number (later responses supersede earlier ones).
+        request: u32,
+        /// The view.
+        view: View,
+    },
+    /// Everything known about one allocation.
+    Detail {
+        /// Which rank.
+        rank_key: u32,
+        /// Which device.
+        device: i32,
+        /// The allocation's index within the device.
+        allocation: u32,
+    },
+}
+
+/// The canvas size the page will draw at, before it knows the data's extent.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewHint {
+    /// Canvas width in device pixels.
+    pub width_px: u32,
+    /// Canvas height in device pixels.
+    pub height_px: u32,
+}
+
+/// Loading stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// Reading and decoding the file.
+    Reading,
+    /// Replaying the trace into allocations.
+    Analysing,
+    /// Laying out the first view.
+    Drawing,
+}
+
+/// One device of a loaded rank.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// The figures `memscope summary` prints.
+    pub summary: DeviceSummary,
+    /// Allocations on the device (trace and before the window).
+    pub allocations: u32,
+    /// Whether the time axis is available (entries carry `time_us`).
+    pub has_time: bool,
+    /// The time axis' extent: µs from the first to the last entry.
+    pub time_span_us: f64,
+    /// The first entry's `time_us` (µs since the Unix epoch), for wall-clock readouts.
+    pub start_time_us: f64,
+    /// Trace entries.
+    pub events: u32,
+    /// The highest of allocated and reserved bytes over the trace (the y extent).
+    pub y_max: f64,
+}
+
+/// A loaded rank.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// The page's key.
+    pub rank_key: u32,
+    /// Devices with a trace or segments.
+    pub devices: Vec<DeviceInfo>,
+    /// Odd but not fatal things in the file, counted.
+    pub warnings: Vec<String>,
+    /// `allocator_settings` as key, value text.
+    pub allocator_settings: Vec<(String, String)>,
+    /// How the file was encoded, in words ("pickle", "gzip JSON", …).
+    pub encoding: String,
+    /// Milliseconds the worker spent reading and analysing.
+    pub load_ms: f64,
+}
+
+/// One legend entry: a call site and its bytes live at the peak.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LegendEntry {
+    /// `name (file:line)`.
+    pub label: String,
+    /// RGBA8 colour.
+    pub color: u32,
+    /// Requested bytes live at the peak.
+    pub bytes: f64,
+    /// Its allocations live at the peak.
+    pub allocations: u32,
+}
+
+/// A laid-out timeline view. The arrays are transferred from the worker.
+#[derive(Serialize, Deserialize)]
+pub struct Strips {
+    /// Which rank.
+    pub rank_key: u32,
+    /// Which device.
+    pub device: i32,
+    /// The request this answers (0 for the first view sent with `Loaded`).
+    pub request: u32,
+    /// The view it was laid out for.
+    pub view: View,
+    /// x origin the rects are relative to.
+    pub origin_x: f64,
+    /// y origin the rects are relative to.
+    pub origin_y: f64,
+    /// x0, x1, y0, y1 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub rects: Float32Array,
+    /// RGBA8 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub colors: Uint32Array,
+    /// Allocation index per instance (`u32::MAX` for aggregated small allocations).
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub ids: Uint32Array,
+    /// Overlay polylines (allocated outline, reserved bytes) as x, y vertex pairs.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub lines: Float32Array,
+    /// The polylines in `lines`.
+    pub line_strips: Vec<LineStrip>,
+    /// The peak: x, bytes.
+    pub peak: (f64, f64),
+    /// Call sites with the most bytes at the peak.
+    pub legend: Vec<LegendEntry>,
+    /// Milliseconds the worker spent laying out.
+    pub layout_ms: f64,
+}
+
+/// One frame of a stack, ready to show.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FrameText {
+    /// `filename`.
+    pub filename: String,
+    /// `line`, as text (C++ frames carry 2^64−1).
+    pub line: String,
+    /// `name`.
+    pub name: String,
+    /// Interpreter, unwinder or process machinery: hidden by default.
+    pub noise: bool,
+    /// The allocation's call site (the innermost user frame).
+    pub call_site: bool,
+}
+
+/// Everything known about one allocation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AllocationDetail {
+    /// Which rank.
+    pub rank_key: u32,
+    /// Which device.
+    pub device: i32,
+    /// The allocation's index within the device.
+    pub allocation: u32,
+    /// Requested bytes.
+    pub size: f64,
+    /// Rounded bytes (the block's size), when the snapshot has its block.
+    pub rounded_size: Option<f64>,
+    /// `addr`.
+    pub address: f64,
+    /// Index of the `alloc` entry, if in the trace.
+    pub alloc_event: Option<u32>,
+    /// Index of the entry that freed it, if any.
+    pub free_event: Option<u32>,
+    /// Allocation time, µs since the trace start (when the trace has times).
+    pub alloc_time_us: Option<f64>,
+    /// Free time, µs since the trace start.
+    pub free_time_us: Option<f64>,
+    /// `free_requested` time, µs since the trace start.
+    pub free_requested_time_us: Option<f64>,
+    /// The trace's first `time_us` (for absolute clock readouts).
+    pub start_time_us: Option<f64>,
+    /// Made before the trace window.
+    pub before_window: bool,
+    /// Still allocated at the end.
+    pub live_at_end: bool,
+    /// The stream.
+    pub stream: f64,
+    /// `compile_context` of its alloc entry.
+    pub compile_context: Option<String>,
+    /// `user_metadata` of its alloc entry.
+    pub user_metadata: Option<String>,
+    /// The call stack, innermost first.
+    pub frames: Vec<FrameText>,
+}
+
+/// What a worker answers.
+#[derive(Serialize, Deserialize)]
+pub enum Response {
+    /// Loading progress.
+    Progress {
+        /// Which rank.
+        rank_key: u32,
+        /// Bytes read.
+        bytes_read: f64,
+        /// The file's size (0 if unknown).
+        total_bytes: f64,
+        /// The stage.
+        phase: Phase,
+    },
+    /// The rank is loaded.
+    Loaded(RankInfo),
+    /// The rank could not be loaded, in plain words.
+    Failed {
+        /// Which rank.
+        rank_key: u32,
+        /// Why.
+        message: String,
+    },
+    /// Timeline strips (transferred).
+    Strips(Box<Strips>),
+    /// An allocation's details.
+    Detail(Box<AllocationDetail>),
+    /// The worker stopped (a crash or out of memory) while loading these ranks; it
+    /// answers nothing more. Posted by the worker's error handler.
+    Crashed {
+        /// The ranks it was loading.
+        rank_keys: Vec<u32>,
+        /// What the browser reported.
+        message: String,
+    },
+}
+
+/// The envelope gloo-worker's bridge decodes (its `FromWorker::ProcessOutput`), written
+/// here so the worker can post a response with a transfer list. Serde encodes an enum
+/// by variant name and order, which this mirrors; `memscope-app`'s browser tests fail
+/// if the two ever drift apart.
+#[derive(Serialize)]
+enum FromWorker<'a> {
+    ProcessOutput(HandlerId, &'a Response),
+}
+
+/// Posts `response` to the bridge `id` from inside a worker, moving the buffers in
+/// `transfer` instead of copying them.
+pub fn post_transferring(
+    id: HandlerId,
+    response: &Response,
+    transfer: &Array,
+) -> Result<(), JsValue> {
+    let message = serde_wasm_bindgen::to_value(&FromWorker::ProcessOutput(id, response))
+        .map_err(|e| JsValue::from_str(&e.to_string()))?;
+    let global: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    global.post_message_with_transfer(&message, transfer)
+}

@@ -1,0 +1,135 @@
+//! How fast the memory timeline is indexed and laid out, on real-shaped files.
+//!
+//! For each file and device: load, [`Allocations::replay`], [`TimelineIndex::new`],
+//! then [`layout`] of a few views at 1600 × 800 px (the best of three runs each), with
+//! the number of instances produced and the bound [`TimelineView::instance_bound`].
+//!
+//! ```text
+//! python3 bench/scale.py --preset small --out-dir /tmp/ms-bench   # also medium, large
+//! cargo run --release -p memscope-render --example layout_speed [FILE…]
+//! ```
+//!
+//! Without arguments it reads `/tmp/ms-bench/{small,medium,large}.pickle` (those that
+//! exist) and the corpus file `fullstep-19k-events-cpp-frames.pickle` they are scaled
+//! from.
+
+#![allow(clippy::print_stdout)] // An example that reports figures.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use memscope_render::{layout, Axis, TimelineIndex, TimelineView, AGGREGATE_ID};
+use memscope_snapshot::units::{format_bytes, format_count};
+use memscope_snapshot::{load_reader, Allocations};
+
+fn main() {
+    let mut files: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    if files.is_empty() {
+        files.push(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/corpus/real/fullstep-19k-events-cpp-frames.pickle"),
+        );
+        for preset in ["small", "medium", "large"] {
+            let path = PathBuf::from(format!("/tmp/ms-bench/{preset}.pickle"));
+            if path.exists() {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
+        if let Err(e) = report(&path) {
+            println!("{}: {e}", path.display());
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn report(path: &PathBuf) -> Result<(), String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let start = Instant::now();
+    let snap = load_reader(BufReader::new(file), Some(len), |_| {}).map_err(|e| e.to_string())?;
+    let load = start.elapsed();
+    for device in snap.devices() {
+        let start = Instant::now();
+        let allocs = Allocations::replay(&snap, device);
+        let replay = start.elapsed();
+        let start = Instant::now();
+        let index = TimelineIndex::new(&snap, &allocs);
+        let build = start.elapsed();
+        println!(
+            "{} device {device}: {} ({}), {} events, {} allocations, peak {}",
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            format_bytes(len),
+            seconds(load),
+            format_count(u64::from(index.events())),
+            format_count(index.allocations() as u64),
+            format_bytes(index.peak().bytes),
+        );
+        println!(
+            "  replay {}, TimelineIndex::new {} ({} on the heap)",
+            seconds(replay),
+            seconds(build),
+            format_bytes(index.heap_bytes() as u64)
+        );
+        let full = TimelineView::full(&index, Axis::Time, 1600, 800);
+        let span = full.x1 - full.x0;
+        let peak = index.peak().bytes as f64;
+        let views = [
+            ("full, time axis", full),
+            (
+                "full, event axis",
+                TimelineView::full(&index, Axis::Events, 1600, 800),
+            ),
+            (
+                "10% of the time axis",
+                TimelineView {
+                    x0: 0.45 * span,
+                    x1: 0.55 * span,
+                    ..full
+                },
+            ),
+            (
+                "0.1% of the time axis",
+                TimelineView {
+                    x0: 0.5 * span,
+                    x1: 0.501 * span,
+                    ..full
+                },
+            ),
+            (
+                "y zoom 40–45% of the peak",
+                TimelineView {
+                    y0: 0.40 * peak,
+                    y1: 0.45 * peak,
+                    ..full
+                },
+            ),
+        ];
+        for (what, view) in views {
+            let mut best = Duration::MAX;
+            let mut strips = layout(&index, &view);
+            for _ in 0..3 {
+                let start = Instant::now();
+                strips = layout(&index, &view);
+                best = best.min(start.elapsed());
+            }
+            let bands = strips.ids.iter().filter(|&&id| id != AGGREGATE_ID).count();
+            println!(
+                "  layout {what:<26} {:>9.1} ms  {:>7} instances ({:>7} bands, {:>5.1} per column; bound {})",
+                best.as_secs_f64() * 1e3,
+                format_count(strips.len() as u64),
+                format_count(bands as u64),
+                strips.len() as f64 / f64::from(view.width_px),
+                format_count(view.instance_bound() as u64),
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,385 @@
+//! The WebGL2 renderer: instanced rectangles.
+//!
+//! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
+//! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):
+//! bands, aggregated bands, the reserved-bytes curve. One unit quad is instanced once per
+//! rectangle; a uniform maps data to clip space, so panning and zooming redraw the same
+//! buffers instantly while the worker lays out the new view. Rectangles narrower or
+//! shorter than a pixel are widened to one pixel, so nothing vanishes. The hovered and
+//! selected allocations (by id) are outlined.
+//!
+//! glow marks every GL call `unsafe` because native OpenGL can be misused into undefined
+//! behaviour; on WebGL2 every call is validated by the browser. This module is the only
+//! place memscope allows `unsafe`, for those calls alone.
+#![allow(unsafe_code)]
+
+use glow::HasContext;
+
+const VERTEX: &str = r#"#version 300 es
+layout(location = 0) in vec2 a_corner;
+layout(location = 1) in vec4 a_rect;
+layout(location = 2) in vec4 a_color;
+layout(location = 3) in uint a_id;
+uniform vec4 u_map;      // x offset, x scale, y offset, y scale: data -> [0, 1]
+uniform vec2 u_pixel;    // one device pixel in [0, 1] units
+uniform uint u_selected;
+uniform uint u_hovered;
+out vec4 v_color;
+out vec2 v_px;           // position inside the rect, in pixels from its corner
+out vec2 v_size_px;      // rect size in pixels
+flat out uint v_mark;    // 1 hovered, 2 selected
+void main() {
+    float x0 = (a_rect.x - u_map.x) * u_map.y;
+    float x1 = (a_rect.y - u_map.x) * u_map.y;
+    float y0 = (a_rect.z - u_map.z) * u_map.w;
+    float y1 = (a_rect.w - u_map.z) * u_map.w;
+    // At least one pixel wide and tall.
+    if (x1 - x0 < u_pixel.x) { x1 = x0 + u_pixel.x; }
+    if (y1 - y0 < u_pixel.y) { y1 = y0 + u_pixel.y; }
+    vec2 p = vec2(mix(x0, x1, a_corner.x), mix(y0, y1, a_corner.y));
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+    v_size_px = vec2(x1 - x0, y1 - y0) / u_pixel;
+    v_px = a_corner * v_size_px;
+    v_color = a_color;
+    v_mark = a_id == 0xffffffffu ? 0u : (a_id == u_selected ? 2u : (a_id == u_hovered ? 1u : 0u));
+}
+"#;
+
+const FRAGMENT: &str = r#"#version 300 es
+precision mediump float;
+in vec4 v_color;
+in vec2 v_px;
+in vec2 v_size_px;
+flat in uint v_mark;
+uniform vec4 u_outline;
+out vec4 out_color;
+void main() {
+    vec4 c = v_color;
+    if (v_mark > 0u) {
+        float edge = min(min(v_px.x, v_size_px.x - v_px.x), min(v_px.y, v_size_px.y - v_px.y));
+        float width = v_mark == 2u ? 2.0 : 1.5;
+        if (edge < width) {
+            c = u_outline;
+        } else if (v_mark == 2u) {
+            c = vec4(mix(c.rgb, vec3(1.0), 0.25), c.a);
+        }
+    }
+    out_color = vec4(c.rgb * c.a, c.a);
+}
+"#;
+
+const LINE_VERTEX: &str = r#"#version 300 es
+layout(location = 0) in vec2 a_pos;
+uniform vec4 u_map;
+void main() {
+    vec2 p = vec2((a_pos.x - u_map.x) * u_map.y, (a_pos.y - u_map.z) * u_map.w);
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+}
+"#;
+
+const LINE_FRAGMENT: &str = r#"#version 300 es
+precision mediump float;
+uniform vec4 u_color;
+out vec4 out_color;
+void main() {
+    out_color = vec4(u_color.rgb * u_color.a, u_color.a);
+}
+"#;
+
+/// Overlay polylines: vertices and the strips (first vertex, count, RGBA8 colour).
+struct Lines {
+    program: glow::Program,
+    vao: glow::VertexArray,
+    buffer: glow::Buffer,
+    strips: Vec<(i32, i32, u32)>,
+    u_map: Option<glow::UniformLocation>,
+    u_color: Option<glow::UniformLocation>,
+}
+
+/// A set of rectangles on the GPU.
+struct Batch {
+    vao: glow::VertexArray,
+    rects: glow::Buffer,
+    colors: glow::Buffer,
+    ids: glow::Buffer,
+    count: i32,
+}
+
+/// Where data coordinates land on the canvas.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mapping {
+    /// Data x (relative to the strips' origin) at the left edge.
+    pub x_left: f64,
+    /// Data x at the right edge.
+    pub x_right: f64,
+    /// Data y at the bottom edge.
+    pub y_bottom: f64,
+    /// Data y at the top edge.
+    pub y_top: f64,
+}
+
+/// The timeline renderer.
+pub struct Renderer {
+    program: glow::Program,
+    bands: Batch,
+    lines: Lines,
+    u_map: Option<glow::UniformLocation>,
+    u_pixel: Option<glow::UniformLocation>,
+    u_selected: Option<glow::UniformLocation>,
+    u_hovered: Option<glow::UniformLocation>,
+    u_outline: Option<glow::UniformLocation>,
+}
+
+/// No allocation (never matches an instance id).
+pub const NO_ID: u32 = u32::MAX;
+
+fn compile(gl: &glow::Context, kind: u32, source: &str) -> Result<glow::Shader, String> {
+    unsafe {
+        let shader = gl.create_shader(kind)?;
+        gl.shader_source(shader, source);
+        gl.compile_shader(shader);
+        if gl.get_shader_compile_status(shader) {
+            Ok(shader)
+        } else {
+            Err(gl.get_shader_info_log(shader))
+        }
+    }
+}
+
+fn link(gl: &glow::Context, vertex: &str, fragment: &str) -> Result<glow::Program, String> {
+    unsafe {
+        let program = gl.create_program()?;
+        let vs = compile(gl, glow::VERTEX_SHADER, vertex)?;
+        let fs = compile(gl, glow::FRAGMENT_SHADER, fragment)?;
+        gl.attach_shader(program, vs);
+        gl.attach_shader(program, fs);
+        gl.link_program(program);
+        if !gl.get_program_link_status(program) {
+            return Err(gl.get_program_info_log(program));
+        }
+        gl.delete_shader(vs);
+        gl.delete_shader(fs);
+        Ok(program)
+    }
+}
+
+impl Renderer {
+    /// Compiles the programs and creates empty buffers.
+    pub fn new(gl: &glow::Context) -> Result<Renderer, String> {
+        let program = link(gl, VERTEX, FRAGMENT)?;
+        let line_program = link(gl, LINE_VERTEX, LINE_FRAGMENT)?;
+        unsafe {
+            let corner = gl.create_buffer()?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(corner));
+            let quad: [f32; 8] = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of_f32(&quad), glow::STATIC_DRAW);
+            let bands = Self::batch(gl, corner)?;
+            let vao = gl.create_vertex_array()?;
+            gl.bind_vertex_array(Some(vao));
+            let buffer = gl.create_buffer()?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+            gl.enable_vertex_attrib_array(0);
+            gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 8, 0);
+            gl.bind_vertex_array(None);
+            let lines = Lines {
+                program: line_program,
+                vao,
+                buffer,
+                strips: Vec::new(),
+                u_map: gl.get_uniform_location(line_program, "u_map"),
+                u_color: gl.get_uniform_location(line_program, "u_color"),
+            };
+            Ok(Renderer {
+                u_map: gl.get_uniform_location(program, "u_map"),
+                u_pixel: gl.get_uniform_location(program, "u_pixel"),
+                u_selected: gl.get_uniform_location(program, "u_selected"),
+                u_hovered: gl.get_uniform_location(program, "u_hovered"),
+                u_outline: gl.get_uniform_location(program, "u_outline"),
+                program,
+                bands,
+                lines,
+            })
+        }
+    }
+
+    unsafe fn batch(gl: &glow::Context, corner: glow::Buffer) -> Result<Batch, String> {
+        let vao = gl.create_vertex_array()?;
+        gl.bind_vertex_array(Some(vao));
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(corner));
+        gl.enable_vertex_attrib_array(0);
+        gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 8, 0);
+        let rects = gl.create_buffer()?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(rects));
+        gl.enable_vertex_attrib_array(1);
+        gl.vertex_attrib_pointer_f32(1, 4, glow::FLOAT, false, 16, 0);
+        gl.vertex_attrib_divisor(1, 1);
+        let colors = gl.create_buffer()?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(colors));
+        gl.enable_vertex_attrib_array(2);
+        gl.vertex_attrib_pointer_f32(2, 4, glow::UNSIGNED_BYTE, true, 4, 0);
+        gl.vertex_attrib_divisor(2, 1);
+        let ids = gl.create_buffer()?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(ids));
+        gl.enable_vertex_attrib_array(3);
+        gl.vertex_attrib_pointer_i32(3, 1, glow::UNSIGNED_INT, 4, 0);
+        gl.vertex_attrib_divisor(3, 1);
+        gl.bind_vertex_array(None);
+        Ok(Batch {
+            vao,
+            rects,
+            colors,
+            ids,
+            count: 0,
+        })
+    }
+
+    unsafe fn upload(
+        gl: &glow::Context,
+        batch: &mut Batch,
+        rects: &[f32],
+        colors: &[u32],
+        ids: &[u32],
+    ) {
+        let n = (rects.len() / 4).min(colors.len()).min(ids.len());
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.rects));
+        gl.buffer_data_u8_slice(
+            glow::ARRAY_BUFFER,
+            bytes_of_f32(&rects[..n * 4]),
+            glow::STATIC_DRAW,
+        );
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.colors));
+        gl.buffer_data_u8_slice(
+            glow::ARRAY_BUFFER,
+            bytes_of_u32(&colors[..n]),
+            glow::STATIC_DRAW,
+        );
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.ids));
+        gl.buffer_data_u8_slice(
+            glow::ARRAY_BUFFER,
+            bytes_of_u32(&ids[..n]),
+            glow::STATIC_DRAW,
+        );
+        batch.count = n as i32;
+    }
+
+    /// Replaces the bands (x0, x1, y0, y1 per instance; RGBA8 colours; allocation ids).
+    pub fn set_bands(&mut self, gl: &glow::Context, rects: &[f32], colors: &[u32], ids: &[u32]) {
+        unsafe { Self::upload(gl, &mut self.bands, rects, colors, ids) }
+    }
+
+    /// Replaces the overlay polylines: `vertices` as x, y pairs; `strips` as (first
+    /// vertex, vertex count, RGBA8 colour).
+    pub fn set_lines(
+        &mut self,
+        gl: &glow::Context,
+        vertices: &[f32],
+        strips: Vec<(i32, i32, u32)>,
+    ) {
+        unsafe {
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(self.lines.buffer));
+            gl.buffer_data_u8_slice(
+                glow::ARRAY_BUFFER,
+                bytes_of_f32(vertices),
+                glow::STATIC_DRAW,
+            );
+        }
+        self.lines.strips = strips;
+    }
+
+    /// Rectangles drawn per frame.
+    pub fn instances(&self) -> i32 {
+        self.bands.count
+    }
+
+    /// Draws into the current viewport of `width_px` × `height_px`, clearing to
+    /// `background` (RGBA 0..1), outlining `hovered` and `selected` with `outline`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn draw(
+        &self,
+        gl: &glow::Context,
+        width_px: u32,
+        height_px: u32,
+        map: Mapping,
+        background: [f32; 4],
+        outline: [f32; 4],
+        hovered: u32,
+        selected: u32,
+    ) {
+        unsafe {
+            gl.viewport(0, 0, width_px as i32, height_px as i32);
+            gl.clear_color(background[0], background[1], background[2], background[3]);
+            gl.clear(glow::COLOR_BUFFER_BIT);
+            gl.enable(glow::BLEND);
+            gl.blend_func(glow::ONE, glow::ONE_MINUS_SRC_ALPHA);
+            gl.use_program(Some(self.program));
+            let sx = 1.0 / (map.x_right - map.x_left);
+            let sy = 1.0 / (map.y_top - map.y_bottom);
+            gl.uniform_4_f32(
+                self.u_map.as_ref(),
+                map.x_left as f32,
+                sx as f32,
+                map.y_bottom as f32,
+                sy as f32,
+            );
+            gl.uniform_2_f32(
+                self.u_pixel.as_ref(),
+                1.0 / width_px.max(1) as f32,
+                1.0 / height_px.max(1) as f32,
+            );
+            gl.uniform_1_u32(self.u_selected.as_ref(), selected);
+            gl.uniform_1_u32(self.u_hovered.as_ref(), hovered);
+            gl.uniform_4_f32(
+                self.u_outline.as_ref(),
+                outline[0],
+                outline[1],
+                outline[2],
+                outline[3],
+            );
+            if self.bands.count > 0 {
+                gl.bind_vertex_array(Some(self.bands.vao));
+                gl.draw_arrays_instanced(glow::TRIANGLE_STRIP, 0, 4, self.bands.count);
+            }
+            let lines = &self.lines;
+            if !lines.strips.is_empty() {
+                gl.use_program(Some(lines.program));
+                gl.uniform_4_f32(
+                    lines.u_map.as_ref(),
+                    map.x_left as f32,
+                    sx as f32,
+                    map.y_bottom as f32,
+                    sy as f32,
+                );
+                gl.bind_vertex_array(Some(lines.vao));
+                for &(first, count, color) in &lines.strips {
+                    let [r, g, b, a] = color.to_le_bytes();
+                    gl.uniform_4_f32(
+                        lines.u_color.as_ref(),
+                        f32::from(r) / 255.0,
+                        f32::from(g) / 255.0,
+                        f32::from(b) / 255.0,
+                        f32::from(a) / 255.0,
+                    );
+                    gl.draw_arrays(glow::LINE_STRIP, first, count);
+                }
+            }
+            gl.bind_vertex_array(None);
+        }
+    }
+}
+
+/// Clears the canvas when there is nothing to draw.
+pub fn clear(gl: &glow::Context, width_px: u32, height_px: u32, background: [f32; 4]) {
+    unsafe {
+        gl.viewport(0, 0, width_px as i32, height_px as i32);
+        gl.clear_color(background[0], background[1], background[2], background[3]);
+        gl.clear(glow::COLOR_BUFFER_BIT);
+    }
+}
+
+fn bytes_of_f32(values: &[f32]) -> &[u8] {
+    bytemuck::cast_slice(values)
+}
+
+fn bytes_of_u32(values: &[u32]) -> &[u8] {
+    bytemuck::cast_slice(values)
+}

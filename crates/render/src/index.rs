@@ -1,0 +1,605 @@
+//! [`TimelineIndex`]: one device's allocations arranged for the memory timeline,
+//! computed once (in the rank's worker) and queried by every [`layout`](crate::layout).
+
+use std::collections::HashMap;
+
+use memscope_snapshot::frames::{call_site, short_label};
+use memscope_snapshot::{Allocations, Snapshot, StackId, NONE, NO_TIME};
+use serde::{Deserialize, Serialize};
+
+use crate::palette;
+
+/// Marks an absent moment (no `free_requested`; a column with nothing to show).
+pub const NO_MOMENT: u32 = u32::MAX;
+
+/// The label of allocations recorded without a call stack.
+pub const NO_STACK_LABEL: &str = "(no call stack)";
+
+/// What the x axis measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Axis {
+    /// Microseconds since the first trace entry's `time_us`.
+    #[default]
+    Time,
+    /// Trace entries applied: moment `m` (the state after `m` entries) spans `[m, m + 1)`.
+    Events,
+}
+
+/// The peak of allocated bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peak {
+    /// The first moment at which it holds (see [`TimelineIndex`] for moments).
+    pub moment: u32,
+    /// Allocated bytes there.
+    pub bytes: u64,
+}
+
+/// Where an allocation lives on an axis: live over `[start_x, end_x)`, pending free
+/// from `pending_x` on.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    /// Where it starts (the axis start for allocations made before the window).
+    pub start_x: f64,
+    /// Where its `free_requested` is, if it has one.
+    pub pending_x: Option<f64>,
+    /// Where it ends (the axis end for allocations live at the end).
+    pub end_x: f64,
+}
+
+/// One row of the legend: a call site and the bytes it holds at the peak.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegendEntry {
+    /// The call site, `name (file:line)` ([`short_label`]), or [`NO_STACK_LABEL`].
+    pub label: String,
+    /// Its colour (RGBA8, see [`palette`]).
+    pub color: u32,
+    /// Requested bytes of its allocations live at the peak.
+    pub bytes: u64,
+    /// How many of its allocations are live at the peak.
+    pub allocations: u32,
+}
+
+/// One device's allocations arranged for the memory timeline.
+///
+/// **Moments.** The timeline shows the state of the device at *moments*: moment 0 is
+/// the start of the window, moment `k + 1` the state after trace entry `k` (counted
+/// within the device's trace); there are `events() + 1` of them. Allocation `a` is live
+/// at the moments `start(a) ≤ m < end(a)`, where `start` is 0 for allocations made
+/// before the window, and `end` is `events() + 1` for allocations live at the end.
+///
+/// **Stacking order** (the *rank* of an allocation): allocations made before the
+/// window first, in [`Allocations`] order, then the trace's in trace order. Ranks
+/// therefore start at non-decreasing moments, which is what makes a sweep over moments
+/// a sweep over ranks. Allocation ids are [`Allocations`] indices throughout the API.
+///
+/// **Axes.** On [`Axis::Events`] moment `m` sits at `x = m`. On [`Axis::Time`] moment
+/// `m ≥ 1` sits at the time of entry `m − 1` and moment 0 with moment 1; times are µs
+/// since the first entry's `time_us` (entries without one take the previous entry's
+/// time, leading ones the first known), and are made non-decreasing (an entry earlier
+/// than its predecessor takes the predecessor's time), so positions can be binary
+/// searched. Without any `time_us` the time axis is unavailable.
+///
+/// Memory: 8 bytes per event per curve (times, totals), 28 per allocation, plus the
+/// distinct call-site labels — no per-event heap objects.
+#[derive(Clone, Debug)]
+pub struct TimelineIndex {
+    pub(crate) device: i32,
+    pub(crate) events: u32,
+    pub(crate) first_time_us: Option<i64>,
+    /// Per trace entry: x on the time axis.
+    pub(crate) time_x: Option<Vec<f64>>,
+    /// Allocated bytes per moment.
+    pub(crate) totals: Vec<u64>,
+    pub(crate) initial_reserved: i128,
+    /// Moments where reserved bytes change, ascending, and the value from there on.
+    pub(crate) reserved_moments: Vec<u32>,
+    pub(crate) reserved_values: Vec<i128>,
+    pub(crate) peak: Peak,
+    /// The number of allocations made before the window (they take ranks `0..before`).
+    pub(crate) before: u32,
+    /// Per rank: requested bytes, start / pending / end moments, call site.
+    pub(crate) size: Vec<u64>,
+    pub(crate) start: Vec<u32>,
+    pub(crate) pending: Vec<u32>,
+    pub(crate) end: Vec<u32>,
+    pub(crate) site: Vec<u32>,
+    /// Ranks that end inside the trace, by end moment.
+    pub(crate) by_end: Vec<u32>,
+    /// Per call site: its label and palette index.
+    pub(crate) site_labels: Vec<String>,
+    pub(crate) site_palette: Vec<u8>,
+}
+
+impl TimelineIndex {
+    /// Arranges `allocs` (one device of `snap`, from [`Allocations::replay`]). O(events +
+    /// allocations + distinct stacks).
+    pub fn new(snap: &Snapshot, allocs: &Allocations) -> TimelineIndex {
+        let trace = allocs.trace.start as usize..allocs.trace.end as usize;
+        let n = trace.len();
+        let end_of_trace = moment(n + 1);
+        let (first_time_us, time_x) = time_axis(&snap.events.time_us[trace.clone()]);
+
+        // Allocations by rank.
+        let count = allocs.len();
+        let traced = allocs
+            .alloc_event
+            .iter()
+            .take_while(|&&e| e != NONE)
+            .count();
+        let before = count - traced;
+        let local = |event: u32| {
+            if event == NONE {
+                NO_MOMENT
+            } else {
+                moment((event as usize).saturating_sub(trace.start) + 1)
+            }
+        };
+        let mut index = TimelineIndex {
+            device: allocs.device,
+            events: moment(n),
+            first_time_us,
+            time_x,
+            totals: Vec::with_capacity(n + 1),
+            initial_reserved: allocs.initial_reserved,
+            reserved_moments: Vec::new(),
+            reserved_values: Vec::new(),
+            peak: Peak {
+                moment: 0,
+                bytes: 0,
+            },
+            before: before as u32,
+            size: Vec::with_capacity(count),
+            start: Vec::with_capacity(count),
+            pending: Vec::with_capacity(count),
+            end: Vec::with_capacity(count),
+            site: Vec::with_capacity(count),
+            by_end: Vec::new(),
+            site_labels: Vec::new(),
+            site_palette: Vec::new(),
+        };
+        let mut sites = Sites::new(snap);
+        for rank in 0..count {
+            let id = id_of_rank(rank, before, traced);
+            index.size.push(allocs.size[id]);
+            index.start.push(match local(allocs.alloc_event[id]) {
+                NO_MOMENT => 0,
+                m => m,
+            });
+            index.pending.push(local(allocs.free_requested_event[id]));
+            index.end.push(match local(allocs.free_event[id]) {
+                NO_MOMENT => end_of_trace,
+                m => m,
+            });
+            index.site.push(sites.of(allocs.stack[id]));
+        }
+        debug_assert!(index.start.is_sorted(), "Allocations are in trace order");
+        (index.site_labels, index.site_palette) = (sites.labels, sites.palette);
+
+        // Ranks ending inside the trace, by end moment (a counting sort).
+        let mut first_at = vec![0u32; n + 2];
+        for &e in &index.end {
+            if (e as usize) <= n {
+                first_at[e as usize + 1] += 1;
+            }
+        }
+        for m in 1..first_at.len() {
+            first_at[m] += first_at[m - 1];
+        }
+        index.by_end = vec![0; first_at[n + 1] as usize];
+        for (rank, &e) in index.end.iter().enumerate() {
+            if (e as usize) <= n {
+                let slot = &mut first_at[e as usize];
+                index.by_end[*slot as usize] = rank as u32;
+                *slot += 1;
+            }
+        }
+        drop(first_at);
+
+        // Allocated bytes per moment: a sweep over starts (ranks) and ends (by_end).
+        let mut total: u64 = index.size[..before]
+            .iter()
+            .fold(0, |s, &b| s.wrapping_add(b));
+        index.totals.push(total);
+        let (mut next_start, mut next_end) = (before, 0);
+        for m in 1..=n as u32 {
+            while next_start < count && index.start[next_start] == m {
+                total = total.wrapping_add(index.size[next_start]);
+                next_start += 1;
+            }
+            while next_end < index.by_end.len() && index.end[index.by_end[next_end] as usize] == m {
+                total = total.wrapping_sub(index.size[index.by_end[next_end] as usize]);
+                next_end += 1;
+            }
+            index.totals.push(total);
+        }
+        for (m, &bytes) in index.totals.iter().enumerate() {
+            if bytes > index.peak.bytes {
+                index.peak = Peak {
+                    moment: m as u32,
+                    bytes,
+                };
+            }
+        }
+
+        // Reserved bytes: a step at every segment entry.
+        let mut reserved = allocs.initial_reserved;
+        for (k, e) in trace.enumerate() {
+            let sign = snap.action(e).reserved_sign();
+            if sign != 0 {
+                reserved += i128::from(sign) * i128::from(snap.events.size[e]);
+                index.reserved_moments.push(moment(k + 1));
+                index.reserved_values.push(reserved);
+            }
+        }
+        index
+    }
+
+    /// Bytes held on the heap (for memory reports).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let labels: usize = self.site_labels.iter().map(|l| l.capacity()).sum();
+        self.time_x
+            .as_ref()
+            .map_or(0, |t| t.capacity() * size_of::<f64>())
+            + self.totals.capacity() * size_of::<u64>()
+            + self.reserved_moments.capacity() * size_of::<u32>()
+            + self.reserved_values.capacity() * size_of::<i128>()
+            + self.size.capacity() * size_of::<u64>()
+            + (self.start.capacity()
+                + self.pending.capacity()
+                + self.end.capacity()
+                + self.site.capacity()
+                + self.by_end.capacity())
+                * size_of::<u32>()
+            + self.site_labels.capacity() * size_of::<String>()
+            + labels
+            + self.site_palette.capacity()
+    }
+
+    /// The device.
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+
+    /// The number of trace entries of the device.
+    pub fn events(&self) -> u32 {
+        self.events
+    }
+
+    /// The number of moments: `events() + 1`.
+    pub fn moments(&self) -> u32 {
+        self.events + 1
+    }
+
+    /// The number of allocations.
+    pub fn allocations(&self) -> usize {
+        self.size.len()
+    }
+
+    /// Whether the time axis is available (some entry has `time_us`).
+    pub fn has_time(&self) -> bool {
+        self.time_x.is_some()
+    }
+
+    /// The `time_us` that time-axis x = 0 stands for (the absolute clock), if any.
+    pub fn first_time_us(&self) -> Option<i64> {
+        self.first_time_us
+    }
+
+    /// Trace entry `k`'s time-axis x (µs since the first entry), if the axis exists.
+    pub fn event_time(&self, k: u32) -> Option<f64> {
+        self.time_x.as_ref()?.get(k as usize).copied()
+    }
+
+    /// Trace entry `k`'s x on `axis`: where the state after it begins (moment `k + 1`).
+    pub fn event_x(&self, axis: Axis, k: u32) -> f64 {
+        self.moment_x(axis, k.saturating_add(1))
+    }
+
+    /// The reserved-bytes curve as steps: the moments where it changes (ascending) and
+    /// its value from each on; [`TimelineIndex::reserved_bytes`] before the first.
+    pub fn reserved_changes(&self) -> (&[u32], &[i128]) {
+        (&self.reserved_moments, &self.reserved_values)
+    }
+
+    /// The axis actually used for `axis`: [`Axis::Events`] when time is unavailable.
+    pub fn effective_axis(&self, axis: Axis) -> Axis {
+        match axis {
+            Axis::Time if self.time_x.is_some() => Axis::Time,
+            _ => Axis::Events,
+        }
+    }
+
+    /// The x of moment `m` on `axis` ([`TimelineIndex`] explains moments). Moments past
+    /// the end sit at the end of the axis.
+    pub fn moment_x(&self, axis: Axis, m: u32) -> f64 {
+        match (self.effective_axis(axis), &self.time_x) {
+            (Axis::Time, Some(t)) => {
+                let k = (m as usize).saturating_sub(1).min(t.len() - 1);
+                t[k]
+            }
+            _ => f64::from(m),
+        }
+    }
+
+    /// The x extent of the data on `axis`: `[0, events + 1]` on the event axis, `[0,
+    /// last time]` on the time axis (at least 1 µs wide).
+    pub fn x_range(&self, axis: Axis) -> (f64, f64) {
+        match (self.effective_axis(axis), &self.time_x) {
+            (Axis::Time, Some(t)) => (0.0, t.last().copied().unwrap_or(0.0).max(1.0)),
+            _ => (0.0, f64::from(self.events) + 1.0),
+        }
+    }
+
+    /// Where the data ends on `axis`: the x of the last moment (time) or the end of its
+    /// slot (events). Columns starting after it are empty.
+    pub(crate) fn data_end(&self, axis: Axis) -> f64 {
+        match (axis, &self.time_x) {
+            (Axis::Time, Some(t)) => t.last().copied().unwrap_or(0.0),
+            _ => f64::from(self.events) + 1.0,
+        }
+    }
+
+    /// How many moments lie at x < `x` (`inclusive`: at x ≤ `x`) on `axis`, which must
+    /// be effective.
+    pub(crate) fn moments_before(&self, axis: Axis, x: f64, inclusive: bool) -> usize {
+        let moments = self.events as usize + 1;
+        match (axis, &self.time_x) {
+            (Axis::Time, Some(t)) => {
+                let p = if inclusive {
+                    t.partition_point(|&v| v <= x)
+                } else {
+                    t.partition_point(|&v| v < x)
+                };
+                if p == 0 {
+                    0
+                } else {
+                    p + 1
+                }
+            }
+            _ => {
+                let c = if inclusive { x.floor() + 1.0 } else { x.ceil() };
+                if c.is_nan() || c <= 0.0 {
+                    0
+                } else {
+                    c.min(moments as f64) as usize
+                }
+            }
+        }
+    }
+
+    /// The moment in effect at `x` on `axis`: the last one at or before `x` (moment 0
+    /// before the start).
+    pub fn moment_at(&self, axis: Axis, x: f64) -> u32 {
+        let axis = self.effective_axis(axis);
+        self.moments_before(axis, x, true).saturating_sub(1) as u32
+    }
+
+    /// Allocated bytes at every moment.
+    pub fn totals(&self) -> &[u64] {
+        &self.totals
+    }
+
+    /// Allocated bytes at moment `m` (the end value past the end).
+    pub fn total_bytes(&self, m: u32) -> u64 {
+        let last = self.totals.len() - 1;
+        self.totals[(m as usize).min(last)]
+    }
+
+    /// Reserved bytes at moment `m`: the replay's initial value plus or minus every
+    /// segment entry up to it. Negative only for inconsistent files.
+    pub fn reserved_bytes(&self, m: u32) -> i128 {
+        match self.reserved_moments.partition_point(|&s| s <= m) {
+            0 => self.initial_reserved,
+            i => self.reserved_values[i - 1],
+        }
+    }
+
+    /// The largest reserved bytes at moments `lo..hi` (at `lo` when the range is empty).
+    pub(crate) fn max_reserved(&self, lo: u32, hi: u32) -> i128 {
+        let mut best = self.reserved_bytes(lo);
+        let first = self.reserved_moments.partition_point(|&s| s <= lo);
+        for i in first..self.reserved_moments.len() {
+            if self.reserved_moments[i] >= hi {
+                break;
+            }
+            best = best.max(self.reserved_values[i]);
+        }
+        best
+    }
+
+    /// The largest reserved bytes over the trace.
+    pub fn peak_reserved(&self) -> i128 {
+        self.reserved_values
+            .iter()
+            .copied()
+            .fold(self.initial_reserved, i128::max)
+    }
+
+    /// The peak of allocated bytes: the first moment with the largest total. Equals
+    /// [`Allocations::peak_allocated`].
+    pub fn peak(&self) -> Peak {
+        self.peak
+    }
+
+    /// The stacking rank of allocation `id`.
+    pub fn rank(&self, id: usize) -> usize {
+        let before = self.before as usize;
+        let traced = self.size.len() - before;
+        if id >= traced {
+            id - traced
+        } else {
+            id + before
+        }
+    }
+
+    /// The allocation id at stacking rank `rank`.
+    pub fn id_of_rank(&self, rank: usize) -> usize {
+        let before = self.before as usize;
+        id_of_rank(rank, before, self.size.len() - before)
+    }
+
+    /// Requested bytes of allocation `id`.
+    pub fn size_bytes(&self, id: usize) -> u64 {
+        self.size[self.rank(id)]
+    }
+
+    /// The moments of allocation `id`: `(start, pending or NO_MOMENT, end)`.
+    pub fn lifetime(&self, id: usize) -> (u32, u32, u32) {
+        let r = self.rank(id);
+        (self.start[r], self.pending[r], self.end[r])
+    }
+
+    /// Where allocation `id` lives on `axis`.
+    pub fn span(&self, id: usize, axis: Axis) -> Span {
+        let (start, pending, end) = self.lifetime(id);
+        let x_end = match self.effective_axis(axis) {
+            Axis::Time => self.data_end(Axis::Time),
+            Axis::Events => f64::from(self.events) + 1.0,
+        };
+        let at = |m: u32| {
+            if m > self.events {
+                x_end
+            } else {
+                self.moment_x(axis, m)
+            }
+        };
+        Span {
+            start_x: at(start),
+            pending_x: (pending != NO_MOMENT).then(|| at(pending)),
+            end_x: at(end),
+        }
+    }
+
+    /// The call-site label of allocation `id`.
+    pub fn call_site_label(&self, id: usize) -> &str {
+        &self.site_labels[self.site[self.rank(id)] as usize]
+    }
+
+    /// The palette index of allocation `id`.
+    pub fn palette_index(&self, id: usize) -> u8 {
+        self.site_palette[self.site[self.rank(id)] as usize]
+    }
+
+    /// The colour of allocation `id` (RGBA8).
+    pub fn color(&self, id: usize) -> u32 {
+        palette::color(self.palette_index(id))
+    }
+
+    /// The colour of the allocation at `rank`.
+    pub(crate) fn rank_color(&self, rank: usize) -> u32 {
+        palette::color(self.site_palette[self.site[rank] as usize])
+    }
+}
+
+/// The top `n` call sites by requested bytes live at the peak, largest first (ties by
+/// label). O(allocations).
+pub fn legend(index: &TimelineIndex, n: usize) -> Vec<LegendEntry> {
+    let m = index.peak.moment;
+    let mut bytes = vec![0u64; index.site_labels.len()];
+    let mut counts = vec![0u32; index.site_labels.len()];
+    let started = index.start.partition_point(|&s| s <= m);
+    for rank in 0..started {
+        if index.end[rank] > m {
+            let site = index.site[rank] as usize;
+            bytes[site] = bytes[site].wrapping_add(index.size[rank]);
+            counts[site] += 1;
+        }
+    }
+    let mut sites: Vec<usize> = (0..bytes.len()).filter(|&s| counts[s] > 0).collect();
+    sites.sort_by(|&a, &b| {
+        bytes[b]
+            .cmp(&bytes[a])
+            .then_with(|| index.site_labels[a].cmp(&index.site_labels[b]))
+    });
+    sites
+        .into_iter()
+        .take(n)
+        .map(|s| LegendEntry {
+            label: index.site_labels[s].clone(),
+            color: palette::color(index.site_palette[s]),
+            bytes: bytes[s],
+            allocations: counts[s],
+        })
+        .collect()
+}
+
+/// Allocations made before the window (ids `traced..`) stack first.
+fn id_of_rank(rank: usize, before: usize, traced: usize) -> usize {
+    if rank < before {
+        rank + traced
+    } else {
+        rank - before
+    }
+}
+
+/// A moment number from a count (saturating: 4 billion entries is beyond any trace).
+fn moment(m: usize) -> u32 {
+    u32::try_from(m).unwrap_or(NO_MOMENT - 1)
+}
+
+/// The time axis of a trace: the first `time_us` and each entry's x.
+fn time_axis(times: &[i64]) -> (Option<i64>, Option<Vec<f64>>) {
+    let Some(&t0) = times.iter().find(|&&t| t != NO_TIME) else {
+        return (None, None);
+    };
+    let mut prev = 0.0f64;
+    let x = times
+        .iter()
+        .map(|&t| {
+            if t != NO_TIME {
+                prev = prev.max((i128::from(t) - i128::from(t0)) as f64);
+            }
+            prev
+        })
+        .collect();
+    (Some(t0), Some(x))
+}
+
+/// Call sites of stacks, memoised per stack and deduplicated by label.
+struct Sites<'a> {
+    snap: &'a Snapshot,
+    of_stack: Vec<u32>,
+    by_label: HashMap<String, u32>,
+    labels: Vec<String>,
+    palette: Vec<u8>,
+}
+
+impl<'a> Sites<'a> {
+    fn new(snap: &'a Snapshot) -> Self {
+        Sites {
+            snap,
+            of_stack: vec![NONE; snap.stacks.len()],
+            by_label: HashMap::new(),
+            labels: Vec::new(),
+            palette: Vec::new(),
+        }
+    }
+
+    fn of(&mut self, stack: StackId) -> u32 {
+        let memo = stack.0 as usize;
+        if let Some(&site) = self.of_stack.get(memo) {
+            if site != NONE {
+                return site;
+            }
+        }
+        let label = match call_site(self.snap, stack) {
+            Some(frame) => short_label(self.snap, frame),
+            None => NO_STACK_LABEL.to_owned(),
+        };
+        let site = match self.by_label.get(&label) {
+            Some(&site) => site,
+            None => {
+                let site = self.labels.len() as u32;
+                self.palette.push(palette::palette_index_of(&label));
+                self.labels.push(label.clone());
+                self.by_label.insert(label, site);
+                site
+            }
+        };
+        if let Some(slot) = self.of_stack.get_mut(memo) {
+            *slot = site;
+        }
+        site
+    }
+}

@@ -1,0 +1,123 @@
+//! Turns a device's allocations into what the GPU draws.
+//!
+//! The memory timeline (PyTorch's "Active Memory Timeline") puts time on x and bytes of
+//! live allocations on y. Every allocation is a band as tall as its requested size,
+//! stacked in allocation order: at any moment a band sits on the sum of the sizes of
+//! the live allocations allocated before it, so when an older allocation is freed every
+//! band above drops by its size, and new allocations go on top. Allocations made before
+//! the trace window are live from the start, at the bottom. The pending-free part of a
+//! band (from `free_requested` to its end) is a lighter shade of its colour.
+//!
+//! Everything here but [`gl`] is plain Rust (no `web-sys`, no GPU, no clock), tested
+//! natively; [`gl`] draws through a `glow` context the page creates.
+//!
+//! # Data flow
+//!
+//! ```text
+//!  Snapshot ──Allocations::replay──▶ Allocations            (memscope-snapshot)
+//!      │                                 │
+//!      └────────TimelineIndex::new◀──────┘   once per device, in the rank's worker:
+//!                     │                      O(events + allocations)
+//!                     ├──layout(&index, &view)──▶ Strips   per view: pixels decide
+//!                     │                             │      the work and the size
+//!                     ├──legend(&index, n)          ├──▶ transferred to the page,
+//!                     │                             │    drawn as instanced quads
+//!  ticks_bytes / ticks_time / ticks_events          └──▶ Strips::hit(x, y) on hover
+//! ```
+//!
+//! - [`TimelineIndex`]: per device, the x of every moment on both axes ([`Axis::Time`],
+//!   [`Axis::Events`]), every allocation's lifetime and colour, allocated bytes after
+//!   every trace entry, the reserved-bytes curve and the peak.
+//! - [`layout`] of a [`TimelineView`] (x range, y range, canvas size) gives [`Strips`]:
+//!   flat `rects` / `colors` / `ids` arrays for instanced drawing, relative to an
+//!   origin so `f32` stays precise, plus overlay polylines and the peak marker.
+//! - [`legend`]: the call sites holding the most bytes at the peak.
+//! - [`palette`]: every colour. [`axes`]: tick positions and labels.
+//! - [`gl`]: the WebGL2 renderer of strips (glow): the only part that needs a GPU.
+//!
+//! # Level of detail
+//!
+//! A snapshot can hold millions of allocations; a canvas has a few thousand columns.
+//! The layout follows the pixels:
+//!
+//! 1. **One moment per column.** Pixel column `j` covers `[x0 + j·dx, x0 + (j+1)·dx)`
+//!    (the last one includes its right edge). Its candidates are the state in effect
+//!    when it begins and every state entered inside it (on the time axis several
+//!    entries can share a time: all of them, even those at its left edge); it shows the
+//!    candidate with the most allocated bytes (the first of equals). *Guarantee:* the
+//!    peak is drawn at every zoom level, and every column shows a state that really
+//!    existed. (On the time axis the state after the last entry has no duration: it is
+//!    a candidate of the column holding the last entry's time.)
+//! 2. **Bands at least one pixel tall are drawn on their own**, at their exact
+//!    stacking offset at that moment: an allocation whose requested size is ≥ bytes
+//!    per pixel (`(y1 − y0) / height_px`) and whose band touches `[y0, y1)`. A band
+//!    continues across columns as one rect while it stays live, keeps its shade, and
+//!    its offset stays within half a pixel of where the rect started. *Guarantee:*
+//!    every such allocation live at a column's moment is drawn in that column with its
+//!    id, within half a pixel of its true offset, with its exact height.
+//! 3. **Everything thinner is aggregated.** In each column, the gaps between the bands
+//!    drawn (and below the first and above the last, up to the total) are filled with
+//!    aggregate rects ([`palette::AGGREGATE`], id [`AGGREGATE_ID`]), clipped to the
+//!    view; an aggregate continues across columns only while its bounds are exactly
+//!    the same. *Guarantee:* no allocation is dropped: the layout works in integer
+//!    bytes, and in a view from y = 0 the heights drawn in each column sum to the
+//!    allocated total at its moment, up to the `f32` rounding of the rect edges (about
+//!    1e-7 of the view height each; an aggregate of a few bytes thinner than that has
+//!    no extent in `f32` and is left out, its neighbours' edges being the same
+//!    numbers).
+//! 4. **Bounded output.** A column holds at most `height_px + 2` bands and one
+//!    aggregate per gap, so a layout has at most `width_px × (2·height_px + 5)`
+//!    instances ([`TimelineView::instance_bound`]), whatever the number of allocations;
+//!    real traces give far fewer (neighbouring columns merge).
+//! 5. **Bounded work.** The state at the first column (bytes per stacking rank in a
+//!    Fenwick tree, the bands in a 64-ary bit set) is built in O(allocations); moving
+//!    from column to column costs O(log allocations) per allocation starting or ending
+//!    on the way; choosing the moments costs O(events in view) plus two binary searches
+//!    per column; each band drawn costs one O(log allocations) prefix sum. Measured
+//!    (release, one core): 8.4 million events and 2.8 million allocations index in
+//!    0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace) to 23 ms (0.1 % of it);
+//!    `examples/layout_speed.rs` reproduces the figures.
+//! 6. **Precision.** Rects and lines are relative to the view's `(x0, y0)`, so their
+//!    `f32` edges stay within 1e-4 px of the `f64` column edges even microseconds wide
+//!    ten minutes into a trace, where absolute `f32` times would be 64 µs apart.
+//!
+//! # Example
+//!
+//! ```
+//! use memscope_render::{layout, legend, Axis, TimelineIndex, TimelineView, AGGREGATE_ID};
+//! use memscope_snapshot::{load_bytes, Allocations};
+//!
+//! let json = br#"{"segments": [], "device_traces": [[
+//!     {"action": "alloc", "addr": 1, "size": 600, "stream": 0, "time_us": 1000},
+//!     {"action": "alloc", "addr": 2, "size": 3, "stream": 0, "time_us": 1010},
+//!     {"action": "alloc", "addr": 3, "size": 400, "stream": 0, "time_us": 1020},
+//!     {"action": "free_completed", "addr": 1, "size": 600, "stream": 0, "time_us": 1030}]]}"#;
+//! let snap = load_bytes(json).unwrap();
+//! let allocs = Allocations::replay(&snap, 0);
+//! let index = TimelineIndex::new(&snap, &allocs);
+//! assert_eq!(index.peak().bytes, 1003);
+//!
+//! // One pixel row is 10 bytes: the 3-byte allocation is lumped into an aggregate.
+//! let view = TimelineView { axis: Axis::Events, x0: 0.0, x1: 5.0, y0: 0.0, y1: 1000.0,
+//!                           width_px: 5, height_px: 100 };
+//! let strips = layout(&index, &view);
+//! // Column 3 shows the moment after the third alloc: 600, then 3, then 400 bytes.
+//! let at = |y: f64| strips.hit(3.5, y).map(|i| strips.ids[i]);
+//! assert_eq!(at(100.0), Some(0));
+//! assert_eq!(at(601.0), Some(AGGREGATE_ID));
+//! assert_eq!(at(700.0), Some(2));
+//! // Column 4: the 600 bytes are freed, the band above drops by 600.
+//! assert_eq!(strips.hit(4.5, 100.0).map(|i| strips.ids[i]), Some(2));
+//! assert_eq!(legend(&index, 1)[0].bytes, 1003);
+//! ```
+
+pub mod axes;
+pub mod gl;
+mod index;
+mod layout;
+pub mod palette;
+mod stack;
+
+pub use axes::{ticks_bytes, ticks_events, ticks_time};
+pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT, NO_STACK_LABEL};
+pub use layout::{layout, LineStrip, PeakMarker, Strips, TimelineView, AGGREGATE_ID};

@@ -1,0 +1,266 @@
+//! memscope's rank worker (the library: the page names [`RankWorker`] to spawn it; the
+//! binary registers it inside the worker).
+//!
+//! The page spawns a few of these (one per core). Each parses the snapshots it is given
+//! — reading a `File` in chunks here, so the page never holds file bytes — keeps each
+//! rank's model (snapshot, allocations, timeline index) and answers the page's
+//! questions about it: timeline strips for a view (transferred, not copied), details of
+//! one allocation. Loading awaits between chunks, so a `Cancel` is seen promptly.
+//!
+//! If the worker dies (a panic, or the browser refusing more memory), an error handler
+//! installed at start reports which ranks it was loading, so the page can say so.
+
+mod detail;
+mod load;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
+use js_sys::{Array, Float32Array, Uint32Array};
+use memscope_protocol::{
+    post_transferring, Axis, Codec, LegendEntry, Request, Response, Strips, View,
+};
+use memscope_render::{layout, legend, TimelineIndex};
+use memscope_snapshot::{Allocations, Snapshot};
+use wasm_bindgen::prelude::*;
+
+/// One device of a loaded rank.
+struct DeviceModel {
+    device: i32,
+    allocs: Allocations,
+    index: TimelineIndex,
+}
+
+/// A loaded rank.
+struct Rank {
+    snap: Snapshot,
+    devices: Vec<DeviceModel>,
+}
+
+/// Ranks this worker holds.
+#[derive(Default)]
+struct Ranks {
+    loaded: HashMap<u32, Rank>,
+    /// Loads in progress and their cancel flags.
+    loading: HashMap<u32, Rc<Cell<bool>>>,
+}
+
+/// The gloo-worker actor: one per worker, holding every rank given to it.
+pub struct RankWorker {
+    ranks: Rc<RefCell<Ranks>>,
+}
+
+impl Worker for RankWorker {
+    type Message = ();
+    type Input = Request;
+    type Output = Response;
+
+    fn create(_scope: &WorkerScope<Self>) -> Self {
+        RankWorker {
+            ranks: Rc::default(),
+        }
+    }
+
+    fn update(&mut self, _scope: &WorkerScope<Self>, _msg: ()) {}
+
+    fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, id: HandlerId) {
+        crash::set_handler(id);
+        match msg {
+            Request::Load {
+                rank_key,
+                name,
+                source,
+                view,
+            } => {
+                let cancelled = Rc::new(Cell::new(false));
+                self.ranks
+                    .borrow_mut()
+                    .loading
+                    .insert(rank_key, cancelled.clone());
+                crash::set_loading(&self.ranks.borrow().loading);
+                let ranks = self.ranks.clone();
+                let scope = scope.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    let result = load::load(&scope, id, rank_key, source, &cancelled).await;
+                    ranks.borrow_mut().loading.remove(&rank_key);
+                    crash::set_loading(&ranks.borrow().loading);
+                    match result {
+                        Ok(rank) => {
+                            let info = load::rank_info(
+                                rank_key,
+                                &name,
+                                &rank.snap,
+                                &rank.devices,
+                                rank.load_ms,
+                            );
+                            scope.respond(id, Response::Loaded(info));
+                            let first = rank.devices.first().map(|d| {
+                                (d.device, full_view(&d.index, view.width_px, view.height_px))
+                            });
+                            ranks.borrow_mut().loaded.insert(rank_key, rank.into_rank());
+                            if let Some((device, view)) = first {
+                                send_strips(&ranks.borrow(), id, rank_key, device, 0, view);
+                            }
+                        }
+                        Err(message) => scope.respond(id, Response::Failed { rank_key, message }),
+                    }
+                });
+            }
+            Request::Cancel { rank_key } => {
+                if let Some(flag) = self.ranks.borrow().loading.get(&rank_key) {
+                    flag.set(true);
+                }
+            }
+            Request::Strips {
+                rank_key,
+                device,
+                request,
+                view,
+            } => send_strips(&self.ranks.borrow(), id, rank_key, device, request, view),
+            Request::Detail {
+                rank_key,
+                device,
+                allocation,
+            } => {
+                let ranks = self.ranks.borrow();
+                let detail = ranks.loaded.get(&rank_key).and_then(|rank| {
+                    let d = rank.devices.iter().find(|d| d.device == device)?;
+                    detail::detail(&rank.snap, &d.allocs, rank_key, allocation)
+                });
+                if let Some(detail) = detail {
+                    scope.respond(id, Response::Detail(Box::new(detail)));
+                }
+            }
+        }
+    }
+}
+
+/// The view showing a whole device, with 5% headroom above the highest curve.
+fn full_view(index: &TimelineIndex, width_px: u32, height_px: u32) -> View {
+    let mut view = View::full(index, Axis::Time, width_px, height_px);
+    view.y1 *= 1.05;
+    view
+}
+
+/// Lays out and posts strips, transferring their buffers.
+fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request: u32, view: View) {
+    let Some(rank) = ranks.loaded.get(&rank_key) else {
+        return;
+    };
+    let Some(d) = rank.devices.iter().find(|d| d.device == device) else {
+        return;
+    };
+    let started = now_ms();
+    let strips = layout(&d.index, &view);
+    let legend = legend(&d.index, 12)
+        .into_iter()
+        .map(|e| LegendEntry {
+            label: e.label,
+            color: e.color,
+            bytes: e.bytes as f64,
+            allocations: e.allocations,
+        })
+        .collect();
+    let rects = Float32Array::from(&strips.rects[..]);
+    let colors = Uint32Array::from(&strips.colors[..]);
+    let ids = Uint32Array::from(&strips.ids[..]);
+    let lines = Float32Array::from(&strips.lines[..]);
+    let transfer = Array::of4(
+        &rects.buffer(),
+        &colors.buffer(),
+        &ids.buffer(),
+        &lines.buffer(),
+    );
+    let response = Response::Strips(Box::new(Strips {
+        rank_key,
+        device,
+        request,
+        view: strips.view,
+        origin_x: strips.origin_x,
+        origin_y: strips.origin_y,
+        rects,
+        colors,
+        ids,
+        lines,
+        line_strips: strips.line_strips.clone(),
+        peak: (strips.peak.x, strips.peak.bytes as f64),
+        legend,
+        layout_ms: now_ms() - started,
+    }));
+    if let Err(e) = post_transferring(id, &response, &transfer) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+/// Milliseconds from the worker's clock.
+fn now_ms() -> f64 {
+    js_sys::global()
+        .unchecked_into::<web_sys::WorkerGlobalScope>()
+        .performance()
+        .map_or(0.0, |p| p.now())
+}
+
+mod crash {
+    //! Reports a dead worker. A panic or an out-of-memory trap leaves the wasm instance
+    //! unusable, so the report is a plain JavaScript error handler that posts the
+    //! bridge's envelope by itself; Rust only keeps it informed (in globals) of the
+    //! bridge id and the ranks being loaded.
+
+    use std::cell::Cell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+
+    use gloo_worker::HandlerId;
+    use js_sys::{Array, Function, Reflect};
+    use wasm_bindgen::JsValue;
+
+    const STATE: &str = "__memscopeWorker";
+
+    /// Installs the handlers and a panic hook that records the panic message.
+    pub(crate) fn install() {
+        let global = js_sys::global();
+        let state = js_sys::Object::new();
+        let _ = Reflect::set(&state, &"loading".into(), &Array::new());
+        let _ = Reflect::set(&global, &STATE.into(), &state);
+        let report = Function::new_with_args(
+            "event",
+            "const s = self.__memscopeWorker; \
+             if (!s || s.handler === undefined || s.dead) return; \
+             s.dead = true; \
+             const why = s.panic || (event && (event.message || (event.reason && String(event.reason)))) || 'unknown error'; \
+             self.postMessage({ProcessOutput: [s.handler, {Crashed: {rank_keys: Array.from(s.loading), message: String(why)}}]});",
+        );
+        let _ = Reflect::set(&global, &"onerror".into(), &report);
+        let _ = Reflect::set(&global, &"onunhandledrejection".into(), &report);
+        std::panic::set_hook(Box::new(|info| {
+            if let Ok(state) = Reflect::get(&js_sys::global(), &STATE.into()) {
+                let _ = Reflect::set(&state, &"panic".into(), &info.to_string().into());
+            }
+        }));
+    }
+
+    fn state() -> JsValue {
+        Reflect::get(&js_sys::global(), &STATE.into()).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Remembers the bridge to report to.
+    pub(crate) fn set_handler(id: HandlerId) {
+        if let Ok(value) = serde_wasm_bindgen::to_value(&id) {
+            let _ = Reflect::set(&state(), &"handler".into(), &value);
+        }
+    }
+
+    /// Remembers the ranks being loaded.
+    pub(crate) fn set_loading(loading: &HashMap<u32, Rc<Cell<bool>>>) {
+        let keys: Array = loading.keys().map(|&k| JsValue::from(k)).collect();
+        let _ = Reflect::set(&state(), &"loading".into(), &keys);
+    }
+}
+
+/// Starts the worker: call once from the worker binary's `main`.
+pub fn register() {
+    crash::install();
+    RankWorker::registrar().encoding::<Codec>().register();
+}

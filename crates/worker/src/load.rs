@@ -1,0 +1,288 @@
+//! Loading one rank: bytes in chunks from a `File`, a URL or a buffer, into the model.
+
+use std::cell::Cell;
+
+use gloo_worker::{HandlerId, WorkerScope};
+use js_sys::Uint8Array;
+use memscope_protocol::{DeviceInfo, Phase, RankInfo, Response, Source};
+use memscope_render::{Axis, TimelineIndex};
+use memscope_snapshot::{Allocations, DeviceSummary, Loader, SettingValue, Snapshot, NO_TIME};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::{now_ms, DeviceModel, Rank, RankWorker};
+
+/// Bytes read from a `File` per step: large enough that the awaits between chunks cost
+/// nothing, small enough that progress and cancellation stay responsive.
+const FILE_CHUNK: f64 = 8.0 * 1024.0 * 1024.0;
+
+/// Minimum interval between progress messages.
+const PROGRESS_MS: f64 = 50.0;
+
+/// A rank read and analysed.
+pub struct Loaded {
+    pub snap: Snapshot,
+    pub devices: Vec<DeviceModel>,
+    pub load_ms: f64,
+}
+
+impl Loaded {
+    pub fn into_rank(self) -> Rank {
+        Rank {
+            snap: self.snap,
+            devices: self.devices,
+        }
+    }
+}
+
+/// Reports progress at most every [`PROGRESS_MS`].
+struct Progress<'a> {
+    scope: &'a WorkerScope<RankWorker>,
+    id: HandlerId,
+    rank_key: u32,
+    total_bytes: f64,
+    last_ms: f64,
+}
+
+impl Progress<'_> {
+    fn report(&mut self, bytes_read: f64, phase: Phase, force: bool) {
+        let now = now_ms();
+        if force || now - self.last_ms >= PROGRESS_MS {
+            self.last_ms = now;
+            self.scope.respond(
+                self.id,
+                Response::Progress {
+                    rank_key: self.rank_key,
+                    bytes_read,
+                    total_bytes: self.total_bytes,
+                    phase,
+                },
+            );
+        }
+    }
+}
+
+fn js_error(e: JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Reads and analyses a rank. Errors are plain-words messages for the page.
+pub async fn load(
+    scope: &WorkerScope<RankWorker>,
+    id: HandlerId,
+    rank_key: u32,
+    source: Source,
+    cancelled: &Cell<bool>,
+) -> Result<Loaded, String> {
+    let started = now_ms();
+    let mut progress = Progress {
+        scope,
+        id,
+        rank_key,
+        total_bytes: 0.0,
+        last_ms: f64::NEG_INFINITY,
+    };
+    let cancel_check = || {
+        if cancelled.get() {
+            Err("loading was cancelled".to_owned())
+        } else {
+            Ok(())
+        }
+    };
+    let mut loader = Loader::new();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut feed = |loader: &mut Loader, chunk: &Uint8Array| -> Result<(), String> {
+        buf.resize(chunk.length() as usize, 0);
+        chunk.copy_to(&mut buf);
+        loader.feed(&buf).map_err(|e| e.to_string())
+    };
+    match source {
+        Source::File(file) => {
+            let size = file.size();
+            progress.total_bytes = size;
+            loader = loader.with_total_len(size as u64);
+            let mut offset = 0.0;
+            progress.report(0.0, Phase::Reading, true);
+            while offset < size {
+                cancel_check()?;
+                let end = (offset + FILE_CHUNK).min(size);
+                let blob = file
+                    .slice_with_f64_and_f64(offset, end)
+                    .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
+                let bytes = JsFuture::from(blob.array_buffer())
+                    .await
+                    .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
+                feed(&mut loader, &Uint8Array::new(&bytes))?;
+                offset = end;
+                progress.report(offset, Phase::Reading, false);
+            }
+        }
+        Source::Bytes(bytes) => {
+            let size = f64::from(bytes.byte_length());
+            progress.total_bytes = size;
+            loader = loader.with_total_len(size as u64);
+            let mut offset = 0.0;
+            while offset < size {
+                cancel_check()?;
+                let end = (offset + FILE_CHUNK).min(size);
+                let chunk = Uint8Array::new_with_byte_offset_and_length(
+                    &bytes,
+                    offset as u32,
+                    (end - offset) as u32,
+                );
+                feed(&mut loader, &chunk)?;
+                offset = end;
+                progress.report(offset, Phase::Reading, false);
+            }
+        }
+        Source::Url(url) => {
+            let global: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+            let response: web_sys::Response = JsFuture::from(global.fetch_with_str(&url))
+                .await
+                .map_err(|e| format!("cannot fetch {url}: {}", js_error(e)))?
+                .unchecked_into();
+            if !response.ok() {
+                return Err(format!(
+                    "cannot fetch {url}: the server answered {} {}",
+                    response.status(),
+                    response.status_text()
+                ));
+            }
+            if let Some(len) = response
+                .headers()
+                .get("content-length")
+                .ok()
+                .flatten()
+                .and_then(|v| v.parse::<f64>().ok())
+            {
+                progress.total_bytes = len;
+            }
+            let body = response
+                .body()
+                .ok_or_else(|| format!("cannot fetch {url}: the response has no body"))?;
+            let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+            let mut read = 0.0;
+            loop {
+                cancel_check()?;
+                let result = JsFuture::from(reader.read())
+                    .await
+                    .map_err(|e| format!("reading {url} failed: {}", js_error(e)))?;
+                let done = js_sys::Reflect::get(&result, &"done".into())
+                    .map(|v| v.is_truthy())
+                    .unwrap_or(true);
+                if done {
+                    break;
+                }
+                let value = js_sys::Reflect::get(&result, &"value".into())
+                    .map_err(|e| format!("reading {url} failed: {}", js_error(e)))?;
+                let chunk: Uint8Array = value.unchecked_into();
+                read += f64::from(chunk.length());
+                feed(&mut loader, &chunk)?;
+                progress.report(read, Phase::Reading, false);
+            }
+        }
+    }
+    cancel_check()?;
+    let bytes_read = loader.bytes_read() as f64;
+    progress.report(bytes_read, Phase::Analysing, true);
+    let snap = loader.finish().map_err(|e| e.to_string())?;
+    let devices = snap
+        .devices()
+        .into_iter()
+        .map(|device| {
+            let allocs = Allocations::replay(&snap, device);
+            let index = TimelineIndex::new(&snap, &allocs);
+            DeviceModel {
+                device,
+                allocs,
+                index,
+            }
+        })
+        .collect();
+    progress.report(bytes_read, Phase::Drawing, true);
+    Ok(Loaded {
+        snap,
+        devices,
+        load_ms: now_ms() - started,
+    })
+}
+
+/// What the page is told about a loaded rank.
+pub fn rank_info(
+    rank_key: u32,
+    name: &str,
+    snap: &Snapshot,
+    devices: &[DeviceModel],
+    load_ms: f64,
+) -> RankInfo {
+    let encoding = {
+        let e = snap.encoding;
+        let base = if e.json { "JSON" } else { "pickle" };
+        let base = if e.legacy_segment_list {
+            format!("{base} (legacy list of segments)")
+        } else {
+            base.to_owned()
+        };
+        if e.gzip {
+            format!("gzip-compressed {base}")
+        } else {
+            base
+        }
+    };
+    RankInfo {
+        rank_key,
+        devices: devices
+            .iter()
+            .map(|d| {
+                let events = d.allocs.trace.len() as u32;
+                let start_time_us = d
+                    .allocs
+                    .trace
+                    .clone()
+                    .map(|e| snap.events.time_us[e as usize])
+                    .find(|&t| t != NO_TIME)
+                    .map_or(0.0, |t| t as f64);
+                DeviceInfo {
+                    summary: DeviceSummary::new(name, snap, &d.allocs),
+                    allocations: d.allocs.len() as u32,
+                    has_time: d.index.has_time(),
+                    time_span_us: if d.index.has_time() {
+                        let (x0, x1) = d.index.x_range(Axis::Time);
+                        x1 - x0
+                    } else {
+                        0.0
+                    },
+                    start_time_us,
+                    events,
+                    y_max: (d.index.peak().bytes as f64).max(d.index.peak_reserved() as f64),
+                }
+            })
+            .collect(),
+        warnings: snap
+            .warnings
+            .report(&snap.strings)
+            .into_iter()
+            .map(|w| format!("{} (×{})", w.message, w.count))
+            .collect(),
+        allocator_settings: snap
+            .allocator_settings
+            .iter()
+            .map(|s| {
+                let value = match &s.value {
+                    SettingValue::Int(i) => i.to_string(),
+                    SettingValue::Float(f) => f.to_string(),
+                    SettingValue::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
+                    SettingValue::Text(t) => t.clone(),
+                };
+                (s.key.clone(), value)
+            })
+            .collect(),
+        encoding,
+        load_ms,
+    }
+}

@@ -1,0 +1,158 @@
+// Shared set-up for memscope's browser tests: a static server for the release build
+// (served under /memscope/, as GitHub Pages serves it) and headless Debian Chromium
+// driven by playwright-core. Tests wait for DOM markers the app sets (data-status,
+// data-peak-allocated-bytes, data-error), never for fixed delays.
+
+import { createServer } from 'node:http';
+import { readFile, mkdtemp, mkdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, extname, normalize, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const root = normalize(join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
+export const dist = process.env.MEMSCOPE_DIST || join(root, 'dist');
+export const fixtures = join(root, 'tests', 'fixtures');
+export const artifacts = join(root, 'tests', 'browser', 'artifacts');
+export const prefix = '/memscope/';
+
+const types = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.webmanifest': 'application/manifest+json',
+};
+
+/** Serves `dist` under `prefix` on a free port; resolves to { url, close, requests }. */
+export async function serve(dir = dist) {
+  const requests = [];
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    requests.push(path);
+    if (!path.startsWith(prefix)) {
+      res.writeHead(404).end('not under ' + prefix);
+      return;
+    }
+    let file = normalize(join(dir, path.slice(prefix.length)));
+    if (!file.startsWith(dir)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+      const body = await readFile(file);
+      res.writeHead(200, {
+        'content-type': types[extname(file)] || 'application/octet-stream',
+        'cache-control': 'no-cache',
+      });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}${prefix}`,
+    requests,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+/** A fresh headless Chromium with WebGL2 through SwiftShader. */
+export async function browser() {
+  const profile = await mkdtemp(join(tmpdir(), 'memscope-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1400, height: 860 },
+    deviceScaleFactor: 1,
+    args: [
+      '--no-sandbox',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--use-angle=swiftshader',
+      '--enable-unsafe-swiftshader',
+      '--ignore-gpu-blocklist',
+    ],
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  return {
+    context,
+    page,
+    errors,
+    close: async () => {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Saves a screenshot under tests/browser/artifacts/. */
+export async function screenshot(page, name) {
+  await mkdir(artifacts, { recursive: true });
+  const path = join(artifacts, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+/**
+ * Drops files on the page as a user would: a synthetic drop event whose DataTransfer
+ * holds the files' bytes (read here, in Node).
+ */
+export async function dropFiles(page, paths) {
+  const files = [];
+  for (const p of paths) {
+    files.push({ name: p.split('/').pop(), bytes: [...(await readFile(p))] });
+  }
+  await page.evaluate((files) => {
+    const dt = new DataTransfer();
+    for (const f of files) dt.items.add(new File([new Uint8Array(f.bytes)], f.name));
+    document.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    document.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, files);
+}
+
+/** Reference summaries (from CPython, tests/reference/summary.py) by file and device. */
+export async function reference() {
+  const text = await readFile(join(fixtures, 'expected', 'corpus.jsonl'), 'utf8');
+  const out = new Map();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const o = JSON.parse(line);
+    out.set(`${o.file}#${o.device ?? ''}`, o);
+  }
+  return out;
+}
+
+/** Counts canvas pixels that differ from the background (reads the drawing buffer). */
+export async function paintedPixels(page) {
+  return page.evaluate(() => {
+    const canvas = document.getElementById('canvas');
+    const copy = document.createElement('canvas');
+    copy.width = canvas.width;
+    copy.height = canvas.height;
+    const ctx = copy.getContext('2d');
+    ctx.drawImage(canvas, 0, 0);
+    const data = ctx.getImageData(0, 0, copy.width, copy.height).data;
+    const [r0, g0, b0] = [data[0], data[1], data[2]];
+    let painted = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (Math.abs(data[i] - r0) + Math.abs(data[i + 1] - g0) + Math.abs(data[i + 2] - b0) > 24) painted++;
+    }
+    return { painted, total: copy.width * copy.height };
+  });
+}
