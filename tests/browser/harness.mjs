@@ -65,7 +65,7 @@ export async function serve(dir = dist) {
 }
 
 /** A fresh headless Chromium with WebGL2 through SwiftShader. */
-export async function browser() {
+export async function browser(extraArgs = []) {
   const profile = await mkdtemp(join(tmpdir(), 'memscope-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -82,6 +82,7 @@ export async function browser() {
       '--use-angle=swiftshader',
       '--enable-unsafe-swiftshader',
       '--ignore-gpu-blocklist',
+      ...extraArgs,
     ],
   });
   const page = context.pages()[0] || (await context.newPage());

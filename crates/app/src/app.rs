@@ -58,6 +58,8 @@ pub struct App {
     /// Set when the view changed while a request was in flight.
     dirty: bool,
     pub load_started_ms: f64,
+    /// Strips were drawn since the current batch of files was added.
+    painted_since_load: bool,
 }
 
 /// The shared handle every callback holds.
@@ -78,6 +80,7 @@ impl App {
             in_flight: false,
             dirty: false,
             load_started_ms: 0.0,
+            painted_since_load: false,
         }
     }
 
@@ -101,6 +104,8 @@ impl App {
             .all(|r| !matches!(r.state, RankState::Queued | RankState::Loading { .. }))
         {
             self.load_started_ms = dom::now_ms();
+            self.painted_since_load = false;
+            dom::mark("memscope:files");
         }
         for (name, source) in sources {
             let key = self.next_key;
@@ -147,14 +152,11 @@ impl App {
 
     /// Starts queued loads on free workers.
     fn schedule(&mut self) {
-        loop {
-            let Some(i) = self
-                .ranks
-                .iter()
-                .position(|r| matches!(r.state, RankState::Queued))
-            else {
-                break;
-            };
+        while let Some(i) = self
+            .ranks
+            .iter()
+            .position(|r| matches!(r.state, RankState::Queued))
+        {
             let Some(slot) = self.pool.free_slot() else {
                 break;
             };
@@ -256,7 +258,7 @@ impl App {
                     if rank_keys.contains(&self.ranks[i].key) {
                         self.ranks[i].state = RankState::Failed(format!(
                             "the worker reading this file stopped ({message}); the file may be \
-                             too large for the browser's memory"
+                             too large for the browser's memory (each worker gets at most 4 GiB)"
                         ));
                     } else if self.ranks[i].source.is_some() {
                         self.ranks[i].state = RankState::Queued;
@@ -271,11 +273,22 @@ impl App {
             }
             Response::Strips(strips) => {
                 self.in_flight = false;
+                if let Some(t) = self.timeline.as_ref() {
+                    attr(
+                        t.canvas(),
+                        "data-layout-ms",
+                        &format!("{:.1}", strips.layout_ms),
+                    );
+                }
                 if let Some(t) = self.timeline.as_mut() {
                     t.set_strips(*strips);
                     t.draw();
                     t.draw_legend();
                     dom::set_status("ready");
+                    if !self.painted_since_load {
+                        self.painted_since_load = true;
+                        dom::mark("memscope:first-paint");
+                    }
                 }
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
@@ -489,12 +502,18 @@ impl App {
             )
         };
         summary.set_text_content(Some(&text));
-        if !loading {
-            attr(
-                &by_id::<HtmlElement>("load-summary"),
-                "data-load-ms",
-                &format!("{:.1}", dom::now_ms() - self.load_started_ms),
-            );
+        if !loading && !self.ranks.is_empty() {
+            // Once per batch of files: the moment every rank finished.
+            let stamp = format!("{}", self.load_started_ms);
+            if summary.get_attribute("data-loaded-at").as_deref() != Some(stamp.as_str()) {
+                attr(&summary, "data-loaded-at", &stamp);
+                attr(
+                    &summary,
+                    "data-load-ms",
+                    &format!("{:.1}", dom::now_ms() - self.load_started_ms),
+                );
+                dom::mark("memscope:loaded");
+            }
         }
     }
 
@@ -545,6 +564,7 @@ impl App {
                     format!("{what} {}", format_bytes(*bytes_read as u64))
                 };
                 append(card, &el_text("div", "rank-status", &text));
+                attr(card, "data-bytes-read", &format!("{bytes_read}"));
                 let bar = el("progress", "");
                 if *total > 0.0 {
                     attr(&bar, "max", &format!("{total}"));
@@ -571,6 +591,18 @@ impl App {
             }
             RankState::Ready(info) => {
                 let _ = card.class_list().remove_1("failed");
+                attr(card, "data-worker-ms", &format!("{:.1}", info.load_ms));
+                let timings: Vec<String> = info
+                    .timings
+                    .iter()
+                    .map(|(stage, ms)| format!("{stage} {ms:.0} ms"))
+                    .collect();
+                attr(
+                    card,
+                    "title",
+                    &format!("{} · {}", info.encoding, timings.join(", ")),
+                );
+                attr(card, "data-timings", &timings.join(", "));
                 if info.devices.is_empty() {
                     append(
                         card,

@@ -87,6 +87,13 @@ pub fn set_status(status: &str) {
     }
 }
 
+/// Adds a `performance.mark` (benchmarks read them: drop → first paint → loaded).
+pub fn mark(name: &str) {
+    if let Some(p) = window().performance() {
+        let _ = p.mark(name);
+    }
+}
+
 /// Milliseconds since the page started.
 pub fn now_ms() -> f64 {
     window().performance().map_or(0.0, |p| p.now())

@@ -53,6 +53,8 @@ fn main() {
     wire_timeline(&app);
     wire_panel(&app);
     expose_for_automation(&app);
+    // Two workers get ready while the page waits for files.
+    app.borrow_mut().pool.warm(2);
     if dom::window()
         .location()
         .hash()

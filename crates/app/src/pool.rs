@@ -56,6 +56,19 @@ impl Pool {
             .spawn(WORKER_SCRIPT)
     }
 
+    /// Starts `n` workers ahead of need (at most the pool's size), so compiling the
+    /// worker's wasm happens before the first file arrives, not after.
+    pub fn warm(&mut self, n: usize) {
+        while self.slots.len() < n.min(self.max) {
+            let index = self.slots.len();
+            let bridge = self.spawn(index);
+            self.slots.push(Slot {
+                bridge,
+                loading: false,
+            });
+        }
+    }
+
     /// A worker free to load a file (spawning one if the pool may grow), or `None` when
     /// every worker is busy loading.
     pub fn free_slot(&mut self) -> Option<usize> {

@@ -4,6 +4,11 @@
 //! object per line with the fields documented in README.md. A file that cannot be read
 //! is reported (with the reason) and the others still print; the exit status is 1 if
 //! any file failed.
+//!
+//! `memscope ranks`, `memscope anomalies` and `memscope compare` look at many ranks at
+//! once (`memscope-fleet`): the per-rank overview with outlier flags, the anomalies with
+//! their evidence, and the diff of two snapshots by call site. Bad files are handled as
+//! by `summary`.
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
@@ -12,6 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use memscope_fleet::Align;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot};
 
@@ -38,7 +44,54 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Per-rank overview: peaks, OOMs, and the ranks that stand out (outlier flags).
+    Ranks {
+        /// One JSON object per (file, device) per line, with its outlier flags.
+        #[arg(long)]
+        json: bool,
+        /// Snapshot files of the ranks.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Anomalies over all ranks: OOMs, leak suspects, outlier ranks, fragmentation,
+    /// pending-free stalls, each with its evidence and a stable key.
+    Anomalies {
+        /// One JSON object per anomaly per line.
+        #[arg(long)]
+        json: bool,
+        /// Snapshot files of the ranks.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Compare two ranks or snapshots: peaks, aligned curves, and a diff by call site.
+    Compare {
+        /// The comparison as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Align the curves on the START of this annotation (e.g. ProfilerStep#3)
+        /// instead of each side's first entry.
+        #[arg(long)]
+        phase: Option<String>,
+        /// Which scope of `--phase` (0 = the first).
+        #[arg(long, default_value_t = 0)]
+        occurrence: usize,
+        /// Bins of the aligned curves.
+        #[arg(long, default_value_t = 200)]
+        bins: u32,
+        /// The device of each file (default: its first device).
+        #[arg(long)]
+        device: Option<i32>,
+        /// Rows of the table (all are in the JSON).
+        #[arg(long, default_value_t = 25)]
+        top: usize,
+        /// Side A.
+        a: PathBuf,
+        /// Side B.
+        b: PathBuf,
+    },
 }
+
+mod fleet;
 
 /// Files larger than this get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
@@ -47,6 +100,34 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Summary { json, files } => summary(&files, json),
+        Command::Ranks { json, files } => fleet::ranks(&files, json),
+        Command::Anomalies { json, files } => fleet::anomalies(&files, json),
+        Command::Compare {
+            json,
+            phase,
+            occurrence,
+            bins,
+            device,
+            top,
+            a,
+            b,
+        } => {
+            let align = match phase {
+                Some(name) => Align::Phase { name, occurrence },
+                None => Align::Start,
+            };
+            fleet::compare(
+                &a,
+                &b,
+                &fleet::CompareOptions {
+                    json,
+                    align,
+                    bins,
+                    device,
+                    top,
+                },
+            )
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -62,7 +143,7 @@ fn main() -> ExitCode {
 }
 
 /// Loads one file, with a progress bar on a terminal for large files.
-fn load(path: &Path) -> Result<Snapshot, String> {
+pub(crate) fn load(path: &Path) -> Result<Snapshot, String> {
     let file = File::open(path).map_err(|e| format!("cannot open the file: {e}"))?;
     let len = file.metadata().map(|m| m.len()).ok();
     let bar = match len {

@@ -149,6 +149,8 @@ pub struct RankInfo {
     pub encoding: String,
     /// Milliseconds the worker spent reading and analysing.
     pub load_ms: f64,
+    /// Where those milliseconds went: (stage, ms) for reading, decoding, replay, index.
+    pub timings: Vec<(String, f64)>,
 }
 
 /// One legend entry: a call site and its bytes live at the peak.

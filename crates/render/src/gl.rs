@@ -2,8 +2,8 @@
 //!
 //! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
 //! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):
-//! bands, aggregated bands, the reserved-bytes curve. One unit quad is instanced once per
-//! rectangle; a uniform maps data to clip space, so panning and zooming redraw the same
+//! bands and aggregated bands (overlay curves are line strips). One unit quad is
+//! instanced once per rectangle; a uniform maps data to clip space, so panning and zooming redraw the same
 //! buffers instantly while the worker lays out the new view. Rectangles narrower or
 //! shorter than a pixel are widened to one pixel, so nothing vanishes. The hovered and
 //! selected allocations (by id) are outlined.
@@ -24,11 +24,17 @@ uniform vec4 u_map;      // x offset, x scale, y offset, y scale: data -> [0, 1]
 uniform vec2 u_pixel;    // one device pixel in [0, 1] units
 uniform uint u_selected;
 uniform uint u_hovered;
+uniform uint u_pass;      // 0: aggregates only, 1: bands only
 out vec4 v_color;
 out vec2 v_px;           // position inside the rect, in pixels from its corner
 out vec2 v_size_px;      // rect size in pixels
 flat out uint v_mark;    // 1 hovered, 2 selected
 void main() {
+    bool aggregate = a_id == 0xffffffffu;
+    if (aggregate != (u_pass == 0u)) {
+        gl_Position = vec4(2.0, 2.0, 2.0, 1.0); // outside the clip volume: skipped
+        return;
+    }
     float x0 = (a_rect.x - u_map.x) * u_map.y;
     float x1 = (a_rect.y - u_map.x) * u_map.y;
     float y0 = (a_rect.z - u_map.z) * u_map.w;
@@ -128,6 +134,7 @@ pub struct Renderer {
     u_selected: Option<glow::UniformLocation>,
     u_hovered: Option<glow::UniformLocation>,
     u_outline: Option<glow::UniformLocation>,
+    u_pass: Option<glow::UniformLocation>,
 }
 
 /// No allocation (never matches an instance id).
@@ -195,6 +202,7 @@ impl Renderer {
                 u_selected: gl.get_uniform_location(program, "u_selected"),
                 u_hovered: gl.get_uniform_location(program, "u_hovered"),
                 u_outline: gl.get_uniform_location(program, "u_outline"),
+                u_pass: gl.get_uniform_location(program, "u_pass"),
                 program,
                 bands,
                 lines,
@@ -336,8 +344,13 @@ impl Renderer {
                 outline[3],
             );
             if self.bands.count > 0 {
+                // Aggregates first, bands over them: a gap thinner than a pixel between
+                // two bands shows the aggregate colour, never the background.
                 gl.bind_vertex_array(Some(self.bands.vao));
-                gl.draw_arrays_instanced(glow::TRIANGLE_STRIP, 0, 4, self.bands.count);
+                for pass in 0..2 {
+                    gl.uniform_1_u32(self.u_pass.as_ref(), pass);
+                    gl.draw_arrays_instanced(glow::TRIANGLE_STRIP, 0, 4, self.bands.count);
+                }
             }
             let lines = &self.lines;
             if !lines.strips.is_empty() {

@@ -112,12 +112,24 @@
 //! ```
 
 pub mod axes;
+pub mod flame;
 pub mod gl;
 mod index;
+pub mod lanes;
 mod layout;
 pub mod palette;
+pub mod segments;
 mod stack;
 
 pub use axes::{ticks_bytes, ticks_events, ticks_time};
+pub use flame::{
+    flame_layout, FlameAggregate, FlameLabel, FlameLayout, FlameNode, FlameOptions, FlameOrder,
+    FlameTree, FlameView, Orientation, Weighting,
+};
 pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT, NO_STACK_LABEL};
+pub use lanes::{lane_hit, lanes_layout, LaneRow, Lanes, LanesLayout, RowPlacement, RowsView};
 pub use layout::{layout, LineStrip, PeakMarker, Strips, TimelineView, AGGREGATE_ID};
+pub use segments::{
+    segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentLayout,
+    SegmentRow, Segments,
+};

@@ -43,6 +43,29 @@ const NOISE_NAMES: &[&str] = &[
     "_Py_",
 ];
 
+/// Substrings of C++ names that are the allocator's and dispatcher's own plumbing: a
+/// stack with no Python frame is labelled by the first frame past them (the operator).
+const PLUMBING_NAMES: &[&str] = &[
+    "CUDACachingAllocator",
+    "c10::cuda::",
+    "c10::impl::",
+    "c10::Dispatcher",
+    "c10::StorageImpl",
+    "c10::TensorImpl",
+    "c10::intrusive_ptr",
+    "at::detail::",
+    "at::_ops::",
+    "at::empty",
+    "at::native::empty",
+    "at::TensorBase",
+    "at::(anonymous namespace)::",
+    "wrap_kernel_functor",
+    "wrapper_CUDA",
+    "create_out",
+    "set_output",
+    "THPVariable_",
+];
+
 /// Path fragments of installed Python code (libraries, not the user's).
 const LIBRARY_PATHS: &[&str] = &[
     "/site-packages/",
@@ -85,20 +108,25 @@ pub fn is_user_code(snap: &Snapshot, frame: FrameId) -> bool {
     !LIBRARY_PATHS.iter().any(|p| filename.contains(p))
 }
 
+/// Whether a C++ frame is allocator or dispatcher plumbing (never a useful call site).
+fn is_plumbing(snap: &Snapshot, frame: FrameId) -> bool {
+    let name = snap.strings.get(snap.frames.name[frame.0 as usize]);
+    PLUMBING_NAMES.iter().any(|n| name.contains(n))
+}
+
 /// The call site of a stack: its innermost frame in user code, else its innermost
-/// Python frame, else its innermost frame that is not noise, else its first frame.
-/// `None` for an empty stack.
+/// Python frame, else (C++ only, e.g. autograd's backward thread) its innermost frame
+/// past the allocator's plumbing, else its innermost frame that is not noise, else its
+/// first frame. `None` for an empty stack.
 pub fn call_site(snap: &Snapshot, stack: StackId) -> Option<FrameId> {
     let frames = snap.stacks.get(stack);
+    let useful = |f: FrameId| !is_noise(snap, f);
     frames
         .iter()
         .find(|&&f| is_user_code(snap, f))
-        .or_else(|| {
-            frames
-                .iter()
-                .find(|&&f| is_python(snap, f) && !is_noise(snap, f))
-        })
-        .or_else(|| frames.iter().find(|&&f| !is_noise(snap, f)))
+        .or_else(|| frames.iter().find(|&&f| is_python(snap, f) && useful(f)))
+        .or_else(|| frames.iter().find(|&&f| useful(f) && !is_plumbing(snap, f)))
+        .or_else(|| frames.iter().find(|&&f| useful(f)))
         .or_else(|| frames.first())
         .copied()
 }
@@ -197,5 +225,28 @@ mod tests {
         let snap = snapshot_with(&[("??", 0, "_start"), ("alloc.cpp", 0, "at::empty")]);
         let site = call_site(&snap, snap.events.stack[0]).unwrap();
         assert_eq!(short_label(&snap, site), "at::empty (alloc.cpp)");
+        // Autograd's backward thread has no Python frame: the operator past the
+        // allocator's plumbing names it.
+        let snap = snapshot_with(&[
+            ("??", 0, "torch::unwind::unwind()"),
+            (
+                "CUDACachingAllocator.cpp",
+                0,
+                "c10::cuda::CUDACachingAllocator::Native::malloc",
+            ),
+            ("??", 0, "at::detail::empty_cuda(c10::ArrayRef<long>)"),
+            ("??", 0, "at::_ops::mm::call(at::Tensor const&)"),
+            (
+                "??",
+                0,
+                "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)",
+            ),
+            ("??", 0, "torch::autograd::Engine::thread_main"),
+        ]);
+        let site = call_site(&snap, snap.events.stack[0]).unwrap();
+        assert_eq!(
+            short_label(&snap, site),
+            "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"
+        );
     }
 }

@@ -25,6 +25,7 @@ enum Browser {
     /// use browser crates on wasm, as indicatif's `web-time` does).
     NotNative,
     /// A browser crate (page, worker, renderer).
+    #[allow(dead_code)] // until the browser crates get their lines in RULES
     Allowed,
 }
 
@@ -38,13 +39,26 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         &["memscope-pickle", "memscope-json"],
         Browser::Never,
     ),
-    ("memscope-cli", &["memscope-snapshot"], Browser::NotNative),
+    (
+        "memscope-fleet",
+        &["memscope-snapshot", "memscope-pickle", "memscope-json"],
+        Browser::Never,
+    ),
+    (
+        "memscope-cli",
+        &["memscope-snapshot", "memscope-fleet"],
+        Browser::NotNative,
+    ),
     (
         "memscope-bench",
         &["memscope-pickle", "memscope-json", "memscope-snapshot"],
         Browser::NotNative,
     ),
-    ("memscope-render", &["memscope-snapshot"], Browser::Allowed),
+    (
+        "memscope-analysis",
+        &["memscope-snapshot", "memscope-pickle", "memscope-json"],
+        Browser::Never,
+    ),
 ];
 
 /// The browser target the `Browser::Never` crates are also checked for.

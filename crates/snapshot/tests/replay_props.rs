@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use memscope_snapshot::{load_bytes, summarize, Allocations, Snapshot, NONE};
+use memscope_snapshot::{load_bytes, summarize, Allocations, Origin, Snapshot, NONE};
 use proptest::prelude::*;
 
 // ------------------------------------------------------------------ generated snapshots
@@ -448,6 +448,7 @@ struct Alloc {
     /// The entry that ended it, `None` if live at the end.
     end: Option<usize>,
     free_requested: Option<usize>,
+    origin: Origin,
 }
 
 impl Alloc {
@@ -513,6 +514,7 @@ fn model(snap: &Snap) -> Model {
                     start: Some(k),
                     end: None,
                     free_requested: None,
+                    origin: Origin::Trace,
                 });
             }
             "free_requested" => match live {
@@ -526,6 +528,7 @@ fn model(snap: &Snap) -> Model {
                     start: None,
                     end: None,
                     free_requested: Some(k),
+                    origin: Origin::BeforeWindowFreed,
                 }),
             },
             "free_completed" | "free" => match live {
@@ -536,6 +539,7 @@ fn model(snap: &Snap) -> Model {
                     start: None,
                     end: Some(k),
                     free_requested: None,
+                    origin: Origin::BeforeWindowFreed,
                 }),
             },
             _ => {}
@@ -565,6 +569,7 @@ fn model(snap: &Snap) -> Model {
                     start: None,
                     end: None,
                     free_requested: None,
+                    origin: Origin::BeforeWindowLive,
                 });
             }
         }
@@ -693,6 +698,8 @@ fn check_replay(snap: &Snap, loaded: &Snapshot) -> Result<(), TestCaseError> {
         })
         .collect();
     prop_assert_eq!(have, want);
+    let origins: Vec<Origin> = m.allocs.iter().map(|a| a.origin).collect();
+    prop_assert_eq!(&got.origin, &origins);
 
     // The summary reports the same peaks (when the device is reported at all).
     let reported = !snap.entries.is_empty()

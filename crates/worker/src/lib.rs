@@ -94,6 +94,7 @@ impl Worker for RankWorker {
                                 &rank.snap,
                                 &rank.devices,
                                 rank.load_ms,
+                                rank.timings.clone(),
                             );
                             scope.respond(id, Response::Loaded(info));
                             let first = rank.devices.first().map(|d| {
@@ -192,6 +193,12 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
     if let Err(e) = post_transferring(id, &response, &transfer) {
         web_sys::console::error_1(&e);
     }
+    // Transferred buffers are detached here; a non-empty one would mean a copy.
+    if let Response::Strips(strips) = &response {
+        if strips.rects.byte_length() > 0 || strips.ids.byte_length() > 0 {
+            web_sys::console::error_1(&"memscope: strips were copied, not transferred".into());
+        }
+    }
 }
 
 /// Milliseconds from the worker's clock.
@@ -229,7 +236,7 @@ mod crash {
             "const s = self.__memscopeWorker; \
              if (!s || s.handler === undefined || s.dead) return; \
              s.dead = true; \
-             const why = s.panic || (event && (event.message || (event.reason && String(event.reason)))) || 'unknown error'; \
+             const why = s.panic || (event && (event.message || (event.reason && String(event.reason)))) || 'it ran out of memory or crashed'; \
              self.postMessage({ProcessOutput: [s.handler, {Crashed: {rank_keys: Array.from(s.loading), message: String(why)}}]});",
         );
         let _ = Reflect::set(&global, &"onerror".into(), &report);

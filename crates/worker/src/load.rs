@@ -14,7 +14,10 @@ use crate::{now_ms, DeviceModel, Rank, RankWorker};
 
 /// Bytes read from a `File` per step: large enough that the awaits between chunks cost
 /// nothing, small enough that progress and cancellation stay responsive.
-const FILE_CHUNK: f64 = 8.0 * 1024.0 * 1024.0;
+const FILE_CHUNK: f64 = 4.0 * 1024.0 * 1024.0;
+
+/// Bytes handed to the decoder per call.
+const FEED_PIECE: usize = 256 * 1024;
 
 /// Minimum interval between progress messages.
 const PROGRESS_MS: f64 = 50.0;
@@ -24,6 +27,7 @@ pub struct Loaded {
     pub snap: Snapshot,
     pub devices: Vec<DeviceModel>,
     pub load_ms: f64,
+    pub timings: Vec<(String, f64)>,
 }
 
 impl Loaded {
@@ -96,10 +100,20 @@ pub async fn load(
     };
     let mut loader = Loader::new();
     let mut buf: Vec<u8> = Vec::new();
+    // Where the time goes: waiting for bytes, decoding them, then analysing.
+    let mut decode_ms = 0.0;
     let mut feed = |loader: &mut Loader, chunk: &Uint8Array| -> Result<(), String> {
+        let t = now_ms();
         buf.resize(chunk.length() as usize, 0);
         chunk.copy_to(&mut buf);
-        loader.feed(&buf).map_err(|e| e.to_string())
+        // Many calls rather than one long one: the browser compiles a faster tier of a
+        // function after it has run a while, and only later calls use it.
+        let result = buf
+            .chunks(FEED_PIECE)
+            .try_for_each(|piece| loader.feed(piece))
+            .map_err(|e| e.to_string());
+        decode_ms += now_ms() - t;
+        result
     };
     match source {
         Source::File(file) => {
@@ -188,15 +202,21 @@ pub async fn load(
         }
     }
     cancel_check()?;
+    let read_done = now_ms();
     let bytes_read = loader.bytes_read() as f64;
     progress.report(bytes_read, Phase::Analysing, true);
     let snap = loader.finish().map_err(|e| e.to_string())?;
+    let (mut replay_ms, mut index_ms) = (0.0, 0.0);
     let devices = snap
         .devices()
         .into_iter()
         .map(|device| {
+            let t = now_ms();
             let allocs = Allocations::replay(&snap, device);
+            let t2 = now_ms();
             let index = TimelineIndex::new(&snap, &allocs);
+            replay_ms += t2 - t;
+            index_ms += now_ms() - t2;
             DeviceModel {
                 device,
                 allocs,
@@ -205,7 +225,14 @@ pub async fn load(
         })
         .collect();
     progress.report(bytes_read, Phase::Drawing, true);
+    let timings = vec![
+        ("read".to_owned(), read_done - started - decode_ms),
+        ("decode".to_owned(), decode_ms),
+        ("replay".to_owned(), replay_ms),
+        ("index".to_owned(), index_ms),
+    ];
     Ok(Loaded {
+        timings,
         snap,
         devices,
         load_ms: now_ms() - started,
@@ -219,6 +246,7 @@ pub fn rank_info(
     snap: &Snapshot,
     devices: &[DeviceModel],
     load_ms: f64,
+    timings: Vec<(String, f64)>,
 ) -> RankInfo {
     let encoding = {
         let e = snap.encoding;
@@ -284,5 +312,6 @@ pub fn rank_info(
             .collect(),
         encoding,
         load_ms,
+        timings,
     }
 }

@@ -1,0 +1,374 @@
+//! `memscope ranks`, `memscope anomalies` and `memscope compare`: many ranks at once,
+//! through `memscope-fleet`.
+//!
+//! Files are loaded one at a time and each snapshot is dropped once its per-rank report
+//! is made, so memory holds one snapshot plus small reports (`compare` holds two). A
+//! file that cannot be read is reported as `summary` does — an `{"file", "error"}` line
+//! with `--json`, a line after the table without — the others still count, and the exit
+//! status is 1.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use memscope_fleet::{
+    compare as fleet_compare, Align, Anomaly, Change, Comparison, FleetReport, RankModel,
+    RankReport, RankRow, Thresholds,
+};
+use memscope_snapshot::base_name;
+use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
+
+use crate::load;
+
+/// Loaded reports of every readable file, and what went wrong with the others.
+struct Loaded {
+    reports: Vec<RankReport>,
+    /// `(base name, message)` of files that could not be read.
+    errors: Vec<(String, String)>,
+    /// `(base name, message)` of readable files with something odd.
+    notes: Vec<(String, String)>,
+}
+
+fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {
+    let mut loaded = Loaded {
+        reports: Vec::new(),
+        errors: Vec::new(),
+        notes: Vec::new(),
+    };
+    for path in files {
+        let name = path.to_string_lossy();
+        let base = base_name(&name).to_owned();
+        match load(path) {
+            Ok(snap) => {
+                for w in snap.warnings.report(&snap.strings) {
+                    loaded
+                        .notes
+                        .push((base.clone(), format!("{} (×{})", w.message, w.count)));
+                }
+                let models = RankModel::all(&name, &snap);
+                if models.is_empty() {
+                    loaded
+                        .notes
+                        .push((base.clone(), "no device has a trace or a segment".into()));
+                }
+                for model in &models {
+                    loaded.reports.push(RankReport::new(&snap, model, th));
+                }
+            }
+            Err(error) => loaded.errors.push((base, error)),
+        }
+    }
+    loaded
+}
+
+fn print_errors(out: &mut impl Write, errors: &[(String, String)], json: bool) -> io::Result<()> {
+    for (file, error) in errors {
+        if json {
+            let line = serde_json::json!({ "file": file, "error": error });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(out, "{file}: error: {error}")?;
+        }
+    }
+    Ok(())
+}
+
+/// A table: the first column left-aligned, the others right-aligned, unless listed in
+/// `left`.
+fn print_table(
+    out: &mut impl Write,
+    header: &[&str],
+    rows: &[Vec<String>],
+    left: &[usize],
+) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
+        let mut text = String::new();
+        for (i, (cell, &w)) in cells.zip(&widths).enumerate() {
+            let last = i + 1 == widths.len();
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if i == 0 || left.contains(&i) {
+                if last {
+                    text.push_str(cell);
+                } else {
+                    text.push_str(&format!("{cell:<w$}"));
+                }
+            } else {
+                text.push_str(&format!("{cell:>w$}"));
+            }
+        }
+        writeln!(out, "{}", text.trim_end())
+    };
+    line(&mut header.iter().copied())?;
+    for row in rows {
+        line(&mut row.iter().map(String::as_str))?;
+    }
+    Ok(())
+}
+
+fn outlier_text(row: &RankRow) -> String {
+    row.outliers
+        .iter()
+        .map(|o| {
+            let z = o
+                .robust_z
+                .map_or("MAD 0".to_owned(), |z| format!("z {z:.1}"));
+            format!("{} +{:.0}% ({z})", o.metric.name(), o.relative_gap * 100.0)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `memscope ranks`.
+pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
+    let th = Thresholds::default();
+    let loaded = load_reports(files, &th);
+    let fleet = FleetReport::new(loaded.reports, &th);
+    let mut out = io::stdout().lock();
+    if json {
+        print_errors(&mut out, &loaded.errors, true)?;
+        for row in &fleet.overview.rows {
+            serde_json::to_writer(&mut out, row)?;
+            writeln!(out)?;
+        }
+    } else {
+        let rows: Vec<Vec<String>> = fleet
+            .overview
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.file.clone(),
+                    r.id.rank.map_or("-".to_owned(), |r| r.to_string()),
+                    r.id.device.to_string(),
+                    format_count(r.events),
+                    format_count(r.ooms),
+                    format_bytes(r.peak_allocated_bytes),
+                    format_bytes(u64::try_from(r.peak_reserved_bytes).unwrap_or(0)),
+                    format_bytes(r.end_allocated_bytes),
+                    if r.outlier {
+                        outlier_text(r)
+                    } else {
+                        "-".to_owned()
+                    },
+                ]
+            })
+            .collect();
+        let header = [
+            "file",
+            "rank",
+            "dev",
+            "events",
+            "ooms",
+            "peak alloc",
+            "peak reserved",
+            "end alloc",
+            "outlier",
+        ];
+        print_table(&mut out, &header, &rows, &[8])?;
+        for row in fleet.overview.rows.iter().filter(|r| r.outlier) {
+            for o in &row.outliers {
+                for s in &o.grown_sites {
+                    writeln!(
+                        out,
+                        "{}: {} +{} vs {}",
+                        row.id.display(),
+                        s.site.label,
+                        format_bytes(s.delta_bytes.unsigned_abs()),
+                        o.reference.display()
+                    )?;
+                }
+            }
+        }
+        print_errors(&mut out, &loaded.errors, false)?;
+        for (file, note) in &loaded.notes {
+            writeln!(out, "{file}: {note}")?;
+        }
+    }
+    out.flush()?;
+    Ok(loaded.errors.is_empty())
+}
+
+fn anomaly_row(a: &Anomaly) -> Vec<String> {
+    vec![
+        a.kind.prefix().to_owned(),
+        a.id.display(),
+        format_bytes(a.bytes),
+        a.site.as_ref().map_or("-".to_owned(), |s| s.label.clone()),
+        a.summary.clone(),
+    ]
+}
+
+/// `memscope anomalies`.
+pub fn anomalies(files: &[PathBuf], json: bool) -> io::Result<bool> {
+    let th = Thresholds::default();
+    let loaded = load_reports(files, &th);
+    let fleet = FleetReport::new(loaded.reports, &th);
+    let mut out = io::stdout().lock();
+    if json {
+        print_errors(&mut out, &loaded.errors, true)?;
+        for a in &fleet.anomalies {
+            serde_json::to_writer(&mut out, a)?;
+            writeln!(out)?;
+        }
+    } else {
+        if fleet.anomalies.is_empty() && !fleet.overview.rows.is_empty() {
+            writeln!(
+                out,
+                "no anomaly in {} rank(s)",
+                format_count(fleet.overview.rows.len() as u64)
+            )?;
+        }
+        let rows: Vec<Vec<String>> = fleet.anomalies.iter().map(anomaly_row).collect();
+        print_table(
+            &mut out,
+            &["kind", "where", "bytes", "call site", "what"],
+            &rows,
+            &[1, 3, 4],
+        )?;
+        print_errors(&mut out, &loaded.errors, false)?;
+        for (file, note) in &loaded.notes {
+            writeln!(out, "{file}: {note}")?;
+        }
+    }
+    out.flush()?;
+    Ok(loaded.errors.is_empty())
+}
+
+/// Options of `memscope compare`.
+pub struct CompareOptions {
+    /// JSON instead of a table.
+    pub json: bool,
+    /// Curve alignment.
+    pub align: Align,
+    /// Curve bins.
+    pub bins: u32,
+    /// The device of each file.
+    pub device: Option<i32>,
+    /// Table rows.
+    pub top: usize,
+}
+
+/// `memscope compare`.
+pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    let mut errors = Vec::new();
+    let mut sides = Vec::new();
+    for path in [a, b] {
+        let name = path.to_string_lossy().into_owned();
+        match load(path) {
+            Ok(snap) => {
+                let device = opts
+                    .device
+                    .or_else(|| snap.devices().first().copied())
+                    .unwrap_or(0);
+                if opts.device.is_some() && !snap.devices().contains(&device) {
+                    errors.push((
+                        base_name(&name).to_owned(),
+                        format!("no device {device} (devices: {:?})", snap.devices()),
+                    ));
+                    continue;
+                }
+                let model = RankModel::new(&name, &snap, device);
+                sides.push((snap, model));
+            }
+            Err(error) => errors.push((base_name(&name).to_owned(), error)),
+        }
+    }
+    print_errors(&mut out, &errors, opts.json)?;
+    if let [(snap_a, model_a), (snap_b, model_b)] = sides.as_slice() {
+        let cmp = fleet_compare(snap_a, model_a, snap_b, model_b, &opts.align, opts.bins);
+        if opts.json {
+            serde_json::to_writer(&mut out, &cmp)?;
+            writeln!(out)?;
+        } else {
+            print_comparison(&mut out, &cmp, opts.top)?;
+        }
+    }
+    out.flush()?;
+    Ok(errors.is_empty())
+}
+
+fn change_name(c: Change) -> &'static str {
+    match c {
+        Change::Added => "added",
+        Change::Removed => "removed",
+        Change::Grown => "grown",
+        Change::Shrunk => "shrunk",
+        Change::Same => "same",
+    }
+}
+
+fn print_comparison(out: &mut impl Write, cmp: &Comparison, top: usize) -> io::Result<()> {
+    for (tag, side) in [("A", &cmp.a), ("B", &cmp.b)] {
+        writeln!(
+            out,
+            "{tag}: {} (device {}): peak allocated {}, {} allocations",
+            side.id.file,
+            side.id.device,
+            format_bytes(side.peak_allocated_bytes),
+            format_count(side.allocations)
+        )?;
+        if let Some(note) = &side.align_note {
+            writeln!(out, "{tag}: {note}")?;
+        }
+    }
+    let delta = i128::from(cmp.b.peak_allocated_bytes) - i128::from(cmp.a.peak_allocated_bytes);
+    writeln!(out, "B − A at the peaks: {}", format_signed_bytes(delta))?;
+    let rows: Vec<Vec<String>> = cmp
+        .sites
+        .iter()
+        .filter(|r| r.change != Change::Same)
+        .take(top)
+        .map(|r| {
+            vec![
+                change_name(r.change).to_owned(),
+                format_signed_bytes(i128::from(r.delta_bytes)),
+                format_bytes(r.a.bytes_at_peak),
+                format_bytes(r.b.bytes_at_peak),
+                format_count(r.a.allocations),
+                format_count(r.b.allocations),
+                r.site.label.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        out,
+        &[
+            "change",
+            "delta",
+            "A at peak",
+            "B at peak",
+            "A allocs",
+            "B allocs",
+            "call site",
+        ],
+        &rows,
+        &[6],
+    )?;
+    let same = cmp
+        .sites
+        .iter()
+        .filter(|r| r.change == Change::Same)
+        .count();
+    let shown = rows.len();
+    let rest = cmp.sites.len() - same - shown;
+    if rest > 0 || same > 0 {
+        writeln!(
+            out,
+            "({} more changed, {} unchanged call sites; --json lists all)",
+            format_count(rest as u64),
+            format_count(same as u64)
+        )?;
+    }
+    Ok(())
+}

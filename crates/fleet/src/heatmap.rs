@@ -1,0 +1,282 @@
+//! Rank × time heatmap data: allocated bytes of every rank in bins of one shared axis.
+//!
+//! The axis is absolute wall-clock time (`time_us`, µs since the epoch) from the
+//! earliest first entry to the latest last entry over all ranks, so a rank that started
+//! late or stalled shows as such; when any rank has no clock the axis is the entry
+//! order instead (offset 0 = each rank's oldest entry). Each bin holds the **maximum**
+//! allocated bytes in it — the level holding when the bin starts and the level after
+//! every entry inside — so a peak narrower than a bin still shows at its height. Bins
+//! before a rank's first entry or after its last hold `None` (not recorded). One pass
+//! over the entries per rank: O(entries + bins).
+//!
+//! A row can be restricted to one call site (the bytes its live allocations hold), the
+//! drill-down from a leak suspect or a compare row.
+
+use serde::{Deserialize, Serialize};
+
+use crate::overview::RankFacts;
+use crate::rank::{RankId, RankModel};
+use crate::sites::Site;
+
+/// What the heatmap's horizontal axis counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AxisKind {
+    /// Absolute time, µs since the epoch.
+    TimeUs,
+    /// Trace entry offsets (some rank has no clock).
+    Events,
+}
+
+/// A binned axis: `bins` equal bins over `start..=end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Axis {
+    /// Time or entry order.
+    pub kind: AxisKind,
+    /// The first position.
+    pub start: i64,
+    /// The last position (inclusive).
+    pub end: i64,
+    /// The number of bins.
+    pub bins: u32,
+}
+
+impl Axis {
+    /// An axis over `start..=end` (an empty range becomes one position).
+    pub fn new(kind: AxisKind, start: i64, end: i64, bins: u32) -> Axis {
+        Axis {
+            kind,
+            start,
+            end: end.max(start),
+            bins: bins.max(1),
+        }
+    }
+
+    /// The axis shared by `facts`: their time span if every row with entries has a
+    /// clock, else entry offsets up to the longest trace.
+    pub fn for_ranks(facts: &[RankFacts], bins: u32) -> Axis {
+        let with_events: Vec<&RankFacts> = facts.iter().filter(|f| f.events > 0).collect();
+        let timed = with_events
+            .iter()
+            .all(|f| f.first_time_us.is_some() && f.last_time_us.is_some());
+        if timed && !with_events.is_empty() {
+            let start = with_events.iter().filter_map(|f| f.first_time_us).min();
+            let end = with_events.iter().filter_map(|f| f.last_time_us).max();
+            if let (Some(start), Some(end)) = (start, end) {
+                return Axis::new(AxisKind::TimeUs, start, end, bins);
+            }
+        }
+        let longest = facts.iter().map(|f| f.events).max().unwrap_or(1).max(1);
+        Axis::new(
+            AxisKind::Events,
+            0,
+            i64::try_from(longest - 1).unwrap_or(i64::MAX),
+            bins,
+        )
+    }
+
+    /// The bin of a position (clamped to the axis).
+    pub fn bin_of(&self, position: i64) -> usize {
+        let span = i128::from(self.end) - i128::from(self.start) + 1;
+        let p = (i128::from(position) - i128::from(self.start)).clamp(0, span - 1);
+        (p * i128::from(self.bins) / span) as usize
+    }
+
+    /// The first position of bin `b`.
+    pub fn bin_start(&self, b: u32) -> i64 {
+        let span = i128::from(self.end) - i128::from(self.start) + 1;
+        let bins = i128::from(self.bins);
+        let off = (i128::from(b) * span + bins - 1) / bins;
+        i64::try_from(i128::from(self.start) + off).unwrap_or(i64::MAX)
+    }
+}
+
+/// The maximum of a level per bin: `initial` before the first entry, `levels[k]` after
+/// entry `k` at `position(k)` (non-decreasing). `None` outside the entries' span.
+pub fn bin_max(
+    levels: &[u64],
+    initial: u64,
+    position: impl Fn(usize) -> i64,
+    axis: &Axis,
+) -> Vec<Option<u64>> {
+    let mut out: Vec<Option<u64>> = vec![None; axis.bins as usize];
+    let mut cur = initial;
+    let mut last: Option<usize> = None;
+    let raise = |slot: &mut Option<u64>, v: u64| *slot = Some(slot.map_or(v, |s| s.max(v)));
+    for (k, &level) in levels.iter().enumerate() {
+        let b = axis.bin_of(position(k));
+        let from = match last {
+            None => b,
+            Some(l) => l + 1,
+        };
+        // The level holding when each bin from `from` to `b` starts.
+        for slot in out.iter_mut().take(b + 1).skip(from) {
+            raise(slot, cur);
+        }
+        cur = level;
+        raise(&mut out[b], cur);
+        last = Some(last.map_or(b, |l| l.max(b)));
+    }
+    out
+}
+
+/// One rank's row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeatRow {
+    /// Which file and device.
+    #[serde(flatten)]
+    pub id: RankId,
+    /// The call site the row is restricted to, if any.
+    pub site: Option<Site>,
+    /// Maximum allocated bytes per bin; `None` outside the rank's trace.
+    pub values: Vec<Option<u64>>,
+    /// The largest value.
+    pub max_bytes: u64,
+    /// The first bin holding it.
+    pub max_bin: Option<u32>,
+    /// The trend of the floor: the minimum over the last quarter of the row's recorded
+    /// bins minus the minimum over the first quarter. A leak lifts the floor, so the
+    /// leaking rank has the largest rise.
+    pub floor_rise_bytes: i64,
+}
+
+/// The row of `model` on `axis`, restricted to the call site with key `site_key` if
+/// given.
+pub fn heat_row(model: &RankModel, axis: &Axis, site_key: Option<&str>) -> HeatRow {
+    let tl = &model.timeline;
+    let position = |k: usize| match axis.kind {
+        AxisKind::TimeUs => tl.time_us.get(k).copied().unwrap_or(axis.start),
+        AxisKind::Events => i64::try_from(k).unwrap_or(i64::MAX),
+    };
+    let (values, site) = match site_key {
+        None => (
+            bin_max(&tl.allocated, tl.initial_allocated, position, axis),
+            None,
+        ),
+        Some(key) => {
+            let (initial, levels) = site_levels(model, key);
+            let site = model.sites.sites.iter().find(|s| s.key == key).cloned();
+            (bin_max(&levels, initial, position, axis), site)
+        }
+    };
+    let mut max_bytes = 0;
+    let mut max_bin = None;
+    for (b, v) in values.iter().enumerate() {
+        if let Some(v) = *v {
+            if max_bin.is_none() || v > max_bytes {
+                max_bytes = v;
+                max_bin = Some(b as u32);
+            }
+        }
+    }
+    let recorded: Vec<u64> = values.iter().flatten().copied().collect();
+    let q = (recorded.len() / 4).max(1);
+    let floor_rise_bytes = match (recorded.first(), recorded.len()) {
+        (Some(_), n) => {
+            let head = recorded[..q.min(n)].iter().min().copied().unwrap_or(0);
+            let tail = recorded[n - q.min(n)..].iter().min().copied().unwrap_or(0);
+            i64::try_from(i128::from(tail) - i128::from(head)).unwrap_or(0)
+        }
+        _ => 0,
+    };
+    HeatRow {
+        id: model.id.clone(),
+        site,
+        values,
+        max_bytes,
+        max_bin,
+        floor_rise_bytes,
+    }
+}
+
+/// Bytes held by one call site after every entry, and at the start.
+pub fn site_levels(model: &RankModel, site_key: &str) -> (u64, Vec<u64>) {
+    let a = &model.allocs;
+    let tl = &model.timeline;
+    let mut delta = vec![0i128; tl.len()];
+    let mut initial: u64 = 0;
+    for i in 0..a.len() {
+        if model.site(i).key != site_key {
+            continue;
+        }
+        let size = i128::from(a.size[i]);
+        match model.offset(a.alloc_event[i]) {
+            Some(k) => delta[k] += size,
+            None => initial += a.size[i],
+        }
+        if let Some(k) = model.offset(a.free_event[i]) {
+            delta[k] -= size;
+        }
+    }
+    let mut level = i128::from(initial);
+    let levels = delta
+        .into_iter()
+        .map(|d| {
+            level += d;
+            u64::try_from(level.max(0)).unwrap_or(u64::MAX)
+        })
+        .collect();
+    (initial, levels)
+}
+
+/// Rows of many ranks on one axis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heatmap {
+    /// The shared axis.
+    pub axis: Axis,
+    /// One row per (file, device).
+    pub rows: Vec<HeatRow>,
+    /// The largest value of any row (the colour scale's top).
+    pub max_bytes: u64,
+}
+
+impl Heatmap {
+    /// The heatmap of `models` on `axis`, optionally restricted to one call site.
+    pub fn new(models: &[&RankModel], axis: Axis, site_key: Option<&str>) -> Heatmap {
+        let rows: Vec<HeatRow> = models
+            .iter()
+            .map(|m| heat_row(m, &axis, site_key))
+            .collect();
+        let max_bytes = rows.iter().map(|r| r.max_bytes).max().unwrap_or(0);
+        Heatmap {
+            axis,
+            rows,
+            max_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_keep_peaks_and_carry_levels() {
+        let axis = Axis::new(AxisKind::TimeUs, 100, 199, 10);
+        assert_eq!(
+            (axis.bin_of(100), axis.bin_of(109), axis.bin_of(110)),
+            (0, 0, 1)
+        );
+        assert_eq!((axis.bin_of(50), axis.bin_of(500)), (0, 9));
+        assert_eq!(axis.bin_start(3), 130);
+        // Entries at 120 (up to 50), 121 (a 1 µs spike to 900), 122 (back to 40), 165
+        // (to 0).
+        let times = [120, 121, 122, 165];
+        let v = bin_max(&[50, 900, 40, 0], 10, |k| times[k], &axis);
+        assert_eq!(
+            v,
+            [
+                None,
+                None,
+                Some(900),
+                Some(40),
+                Some(40),
+                Some(40),
+                Some(40),
+                None,
+                None,
+                None
+            ]
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! One rank's device, ready for analysis: replayed allocations, the timeline, each
+//! allocation's call site, phases and iterations.
+
+use memscope_snapshot::{base_name, rank_from_name, Allocations, Snapshot, NONE};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::iterations::{self, Iterations};
+use crate::phases::{self, PhaseList};
+use crate::sites::{Site, SiteTable};
+use crate::timeline::Timeline;
+
+/// Which file and device a result is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RankId {
+    /// The path as given (keys use it, so two `rank0.pickle` of different folders differ).
+    pub path: String,
+    /// Its base name.
+    pub file: String,
+    /// The N of `rank<N>` in the base name ([`rank_from_name`]).
+    pub rank: Option<u64>,
+    /// The device ordinal.
+    pub device: i32,
+}
+
+impl RankId {
+    /// The id of `device` of the file at `path`.
+    pub fn new(path: &str, device: i32) -> RankId {
+        let file = base_name(path).to_owned();
+        RankId {
+            path: path.to_owned(),
+            rank: rank_from_name(&file),
+            file,
+            device,
+        }
+    }
+
+    /// `rank 3` / the file name, and `:dN` for devices other than 0, for people.
+    pub fn display(&self) -> String {
+        let who = match self.rank {
+            Some(r) => format!("rank {r}"),
+            None => self.file.clone(),
+        };
+        if self.device == 0 {
+            who
+        } else {
+            format!("{who} (device {})", self.device)
+        }
+    }
+}
+
+/// Everything derived from one device of one snapshot that the analyses share. It owns
+/// its columns and does not borrow the [`Snapshot`] (functions take both), so a worker
+/// can keep the two side by side.
+#[derive(Clone, Debug)]
+pub struct RankModel {
+    /// Which file and device.
+    pub id: RankId,
+    /// The replayed allocations.
+    pub allocs: Allocations,
+    /// Allocated and reserved bytes after every entry.
+    pub timeline: Timeline,
+    /// Call sites of this snapshot.
+    pub sites: SiteTable,
+    /// The call site of each allocation (index in [`RankModel::sites`]).
+    pub alloc_site: Vec<u32>,
+    /// Annotation scopes of the device.
+    pub phases: PhaseList,
+    /// Iteration windows of the trace.
+    pub iterations: Iterations,
+}
+
+impl RankModel {
+    /// Builds the model of `device` of `snap`, loaded from `path`.
+    pub fn new(path: &str, snap: &Snapshot, device: i32) -> RankModel {
+        let allocs = Allocations::replay(snap, device);
+        let timeline = Timeline::new(snap, &allocs);
+        let mut sites = SiteTable::new();
+        let alloc_site = allocs
+            .stack
+            .iter()
+            .map(|&s| sites.site_of(snap, s))
+            .collect();
+        let phases = phases::phases(snap, Some(device));
+        let iterations = iterations::detect(&timeline, &phases);
+        RankModel {
+            id: RankId::new(path, device),
+            allocs,
+            timeline,
+            sites,
+            alloc_site,
+            phases,
+            iterations,
+        }
+    }
+
+    /// Models of every reported device of `snap` ([`Snapshot::devices`]).
+    pub fn all(path: &str, snap: &Snapshot) -> Vec<RankModel> {
+        snap.devices()
+            .into_iter()
+            .map(|d| RankModel::new(path, snap, d))
+            .collect()
+    }
+
+    /// The site of allocation `id`.
+    pub fn site(&self, id: usize) -> &Site {
+        self.sites.get(self.alloc_site[id])
+    }
+
+    /// The trace offset of an event index, or `None` for [`NONE`].
+    pub fn offset(&self, event: u32) -> Option<usize> {
+        (event != NONE).then(|| self.timeline.offset_of(event))
+    }
+
+    /// The clock at an event index, if known.
+    pub fn time_of_event(&self, event: u32) -> Option<i64> {
+        self.timeline.time_at(self.offset(event)?)
+    }
+
+    /// Whether allocation `i` is live right after the entry with event index `event`
+    /// ([`NONE`]: at the start of the window).
+    pub fn live_after(&self, i: usize, event: u32) -> bool {
+        let a = &self.allocs;
+        if event == NONE {
+            return a.alloc_event[i] == NONE;
+        }
+        let started = a.alloc_event[i] == NONE || a.alloc_event[i] <= event;
+        let ended = a.free_event[i] != NONE && a.free_event[i] <= event;
+        started && !ended
+    }
+
+    /// Live allocations right after `event`, grouped by call site, largest first.
+    pub fn sites_live_after(&self, event: u32) -> Vec<SiteLive> {
+        let mut index: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut out: Vec<SiteLive> = Vec::new();
+        for i in 0..self.allocs.len() {
+            if !self.live_after(i, event) {
+                continue;
+            }
+            let site = self.alloc_site[i];
+            let k = *index.entry(site).or_insert_with(|| {
+                out.push(SiteLive {
+                    site,
+                    bytes: 0,
+                    ids: Vec::new(),
+                });
+                out.len() - 1
+            });
+            out[k].bytes += self.allocs.size[i];
+            out[k].ids.push(i as u32);
+        }
+        out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));
+        out
+    }
+}
+
+/// Live bytes of one call site at a moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteLive {
+    /// Index in [`RankModel::sites`].
+    pub site: u32,
+    /// Requested bytes of its live allocations.
+    pub bytes: u64,
+    /// Their allocation ids, ascending.
+    pub ids: Vec<u32>,
+}

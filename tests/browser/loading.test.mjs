@@ -1,0 +1,156 @@
+// Loading in headless Chromium: folders (picker and drop, read recursively), progress,
+// cancelling, and a worker that runs out of memory.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, mkdir, copyFile, writeFile, rm, stat, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve, browser, screenshot, fixtures, reference } from './harness.mjs';
+
+const real = (name) => join(fixtures, 'corpus', 'real', name);
+
+let server;
+let ref;
+before(async () => {
+  server = await serve();
+  ref = await reference();
+});
+after(async () => server.close());
+
+async function loadedRow(page, file, device = 0, timeout = 30000) {
+  const sel = `.device[data-file="${file}"][data-device="${device}"][data-peak-allocated-bytes]`;
+  await page.waitForSelector(sel, { timeout });
+  return page.$eval(sel, (e) => ({ ...e.dataset }));
+}
+
+test('a folder from the picker is read recursively; other files are skipped', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'memscope-folder-'));
+  const b = await browser();
+  try {
+    await mkdir(join(dir, 'job', 'node1'), { recursive: true });
+    await copyFile(real('forward-fp32.pickle'), join(dir, 'job', 'rank0.pickle'));
+    await copyFile(real('external-annotations.pickle'), join(dir, 'job', 'node1', 'rank1.pickle'));
+    await writeFile(join(dir, 'job', 'notes.txt'), 'not a snapshot');
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await page.setInputFiles('#folder-input', join(dir, 'job'));
+    const r0 = await loadedRow(page, 'rank0.pickle');
+    const r1 = await loadedRow(page, 'rank1.pickle');
+    assert.equal(r0.rank, '0');
+    assert.equal(r1.rank, '1');
+    assert.equal(Number(r0.peakAllocatedBytes), ref.get('forward-fp32.pickle#0').peak_allocated_bytes);
+    assert.equal(Number(r1.peakAllocatedBytes), ref.get('external-annotations.pickle#0').peak_allocated_bytes);
+    const files = await page.$$eval('.rank-card', (cards) => cards.map((c) => c.dataset.file));
+    assert.deepEqual(files, ['rank0.pickle', 'rank1.pickle']);
+  } finally {
+    await b.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a dropped folder is walked through the FileSystem entry API', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    const bytes = [...(await readFile(real('forward-fp32.pickle')))];
+    // Chromium cannot synthesize a real folder drop, so this builds the same shape the
+    // browser hands over: a DataTransfer whose item is a directory entry (with a nested
+    // directory, a snapshot in each, and a file that is not one).
+    await page.evaluate((bytes) => {
+      const file = (name) => ({
+        isDirectory: false, isFile: true, name,
+        file: (ok) => ok(new File([new Uint8Array(bytes)], name)),
+      });
+      const dir = (name, children) => {
+        let done = false;
+        return {
+          isDirectory: true, isFile: false, name,
+          createReader: () => ({
+            readEntries: (ok) => { ok(done ? [] : children); done = true; },
+          }),
+        };
+      };
+      const root = dir('job', [file('rank3.pickle'), file('readme.md'), dir('more', [file('rank4.pickle')])]);
+      const item = { kind: 'file', webkitGetAsEntry: () => root, getAsFile: () => null };
+      const items = { length: 1, 0: item };
+      const event = new Event('drop', { bubbles: true, cancelable: true });
+      Object.defineProperty(event, 'dataTransfer', { value: { items } });
+      document.dispatchEvent(event);
+    }, bytes);
+    await loadedRow(page, 'rank3.pickle');
+    await loadedRow(page, 'rank4.pickle');
+    const files = await page.$$eval('.rank-card', (cards) => cards.map((c) => c.dataset.file));
+    assert.deepEqual(files, ['rank3.pickle', 'rank4.pickle']);
+  } finally {
+    await b.close();
+  }
+});
+
+test('progress reaches the file size; queued files can be cancelled', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    const big = await readFile(real('fullstep-19k-events-cpp-frames.pickle'));
+    const workers = await page.evaluate(() => navigator.hardwareConcurrency);
+    const input = await page.$('#file-input');
+    // More files than workers: the rest queue behind them.
+    const files = [];
+    for (let i = 0; i < workers + 3; i++) {
+      files.push({ name: `rank${i}.pickle`, mimeType: 'application/octet-stream', buffer: big });
+    }
+    await input.setInputFiles(files);
+    await page.click('#cancel');
+    // Every card ends: loaded (it won the race) or cancelled; at least the last queued
+    // ones are cancelled, none hangs.
+    await page.waitForFunction((n) => {
+      const done = document.querySelectorAll('.device[data-peak-allocated-bytes], [data-error]');
+      return done.length >= n;
+    }, files.length, { timeout: 60000 });
+    const errors = await page.$$eval('[data-error]', (e) => e.map((x) => x.dataset.error));
+    assert.ok(errors.length >= 3, `${errors.length} cancelled`);
+    for (const e of errors) assert.equal(e, 'loading was cancelled');
+    assert.equal(await page.isHidden('#cancel'), true);
+    // A fresh load after cancelling works, with progress up to the file size.
+    await input.setInputFiles([{ name: 'rank9.pickle', mimeType: 'application/octet-stream', buffer: big }]);
+    await loadedRow(page, 'rank9.pickle');
+    const read = await page.$eval('.rank-card[data-file="rank9.pickle"]', (c) => Number(c.dataset.bytesRead));
+    assert.equal(read, (await stat(real('fullstep-19k-events-cpp-frames.pickle'))).size);
+    await screenshot(page, 'loading-cancelled');
+  } finally {
+    await b.close();
+  }
+});
+
+test('a worker that runs out of memory is reported on its card; other ranks keep working', async () => {
+  // V8 limits every wasm memory to 400 pages (25 MiB) here: the 3 MB file fits, the
+  // generated 30 MB one does not.
+  const dir = await mkdtemp(join(tmpdir(), 'memscope-oom-'));
+  const b = await browser(['--js-flags=--wasm-max-mem-pages=400']);
+  try {
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('python3', [join(fixtures, '..', '..', 'bench', 'scale.py'), '--target-mib', '30',
+      '--out', join(dir, 'rank1.pickle')], { stdio: 'ignore' });
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await page.setInputFiles('#file-input', [real('fullstep-19k-events-cpp-frames.pickle'), join(dir, 'rank1.pickle')]);
+    const sel = '[data-file="rank1.pickle"][data-error]';
+    await page.waitForSelector(sel, { timeout: 60000 });
+    const message = await page.$eval(sel, (e) => e.dataset.error);
+    assert.match(message, /worker reading this file stopped/);
+    assert.match(message, /memory/);
+    const row = await loadedRow(page, 'fullstep-19k-events-cpp-frames.pickle');
+    assert.equal(Number(row.events), ref.get('fullstep-19k-events-cpp-frames.pickle#0').events);
+    await page.waitForSelector('body[data-status="ready"]');
+    await screenshot(page, 'loading-out-of-memory');
+  } finally {
+    await b.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
