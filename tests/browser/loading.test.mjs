@@ -101,11 +101,13 @@ test('progress reaches the file size; queued files can be cancelled', async () =
     const input = await page.$('#file-input');
     // More files than workers: the rest queue behind them.
     const files = [];
-    for (let i = 0; i < workers + 3; i++) {
+    for (let i = 0; i < workers + 8; i++) {
       files.push({ name: `rank${i}.pickle`, mimeType: 'application/octet-stream', buffer: big });
     }
     await input.setInputFiles(files);
-    await page.click('#cancel');
+    // At once, before the workers get through the queue (no waiting for the button's
+    // animation or visibility checks).
+    await page.evaluate(() => document.getElementById('cancel').click());
     // Every card ends: loaded (it won the race) or cancelled; at least the last queued
     // ones are cancelled, none hangs.
     await page.waitForFunction((n) => {
@@ -117,9 +119,9 @@ test('progress reaches the file size; queued files can be cancelled', async () =
     for (const e of errors) assert.equal(e, 'loading was cancelled');
     assert.equal(await page.isHidden('#cancel'), true);
     // A fresh load after cancelling works, with progress up to the file size.
-    await input.setInputFiles([{ name: 'rank9.pickle', mimeType: 'application/octet-stream', buffer: big }]);
-    await loadedRow(page, 'rank9.pickle');
-    const read = await page.$eval('.rank-card[data-file="rank9.pickle"]', (c) => Number(c.dataset.bytesRead));
+    await input.setInputFiles([{ name: 'rank-after.pickle', mimeType: 'application/octet-stream', buffer: big }]);
+    await loadedRow(page, 'rank-after.pickle');
+    const read = await page.$eval('.rank-card[data-file="rank-after.pickle"]', (c) => Number(c.dataset.bytesRead));
     assert.equal(read, (await stat(real('fullstep-19k-events-cpp-frames.pickle'))).size);
     await screenshot(page, 'loading-cancelled');
   } finally {

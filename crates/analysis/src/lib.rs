@@ -23,8 +23,8 @@
 //! | [`pool_envelopes`](DeviceAnalysis::pool_envelopes) | private pools: max(active, reserved) over time | precomputed |
 //! | [`pool_stripes_at`](DeviceAnalysis::pool_stripes_at) | a pool's allocations stacked at a moment | O(log n + k log k) |
 //! | [`events_page`](DeviceAnalysis::events_page) | rows of the event list | O(rows · log n) |
-//! | [`table_page`](DeviceAnalysis::table_page) | top allocations, sorted and filtered | O(rows) once cached; the first use of a sort O(n) (radix), of a filter text O(frames + Σ stack lengths + n) |
-//! | [`search`](DeviceAnalysis::search) | allocations by address, size or frame text | O(log n + k log k); the address index is built on first use, O(n) |
+//! | [`table_page`](DeviceAnalysis::table_page) | top allocations, sorted and filtered | O(rows) once cached; the first use of a sort O(n log n), of a filter text O(frames + Σ stack lengths + n) |
+//! | [`search`](DeviceAnalysis::search) | allocations by address, size or frame text | O(log n + k log k); the address index is built on first use, O(n log n) |
 //! | [`range`](DeviceAnalysis::range) | alive throughout / allocated / freed between two moments, top stacks | O(log n + k) |
 //! | [`point`](DeviceAnalysis::point) | live allocations at a moment, stacked with offsets | O(log n + k log k) |
 //! | [`settings`](DeviceAnalysis::settings), [`ooms`](DeviceAnalysis::ooms) | allocator settings with units; OOM entries | precomputed |
@@ -108,9 +108,10 @@ pub struct DeviceAnalysis {
     /// Allocations made before the window (the last `before` ids).
     before: u32,
     first_time_us: Option<i64>,
-    /// Per entry: µs since the first entry's time, filled forward and made
-    /// non-decreasing (empty when no entry has a time).
-    time_rel: Vec<i64>,
+    /// The entries whose time on the axis is not their own `time_us − first_time_us`
+    /// (absent, or earlier than a previous entry's): `(entry, µs)`, by entry. Empty
+    /// for a well-formed trace, so the axis costs no memory per entry.
+    time_fixes: Vec<(u32, i64)>,
     // Allocations by id (the `Allocations` index).
     addr: Vec<u64>,
     size: Vec<u64>,
@@ -138,8 +139,8 @@ pub struct DeviceAnalysis {
 impl DeviceAnalysis {
     /// Indexes the device of `allocs` (from [`Allocations::replay`] on `snap`).
     /// O(events + allocations + segment pieces · log) time; about 48 bytes per
-    /// allocation and 8 per trace entry (times), plus the segment pieces and the
-    /// call-site labels.
+    /// allocation, plus the segment pieces and the call-site labels (nothing per trace
+    /// entry: times are read from `snap` when asked for).
     pub fn new(snap: &Snapshot, allocs: &Allocations) -> DeviceAnalysis {
         let trace = allocs.trace.clone();
         let n = trace.len() as u32;
@@ -204,21 +205,17 @@ impl DeviceAnalysis {
         // Times.
         let times = &snap.events.time_us[trace.start as usize..trace.end as usize];
         let first_time_us = times.iter().copied().find(|&t| t != NO_TIME);
-        let time_rel = match first_time_us {
-            None => Vec::new(),
-            Some(t0) => {
-                let mut prev = 0i64;
-                times
-                    .iter()
-                    .map(|&t| {
-                        if t != NO_TIME {
-                            prev = prev.max(t.saturating_sub(t0));
-                        }
-                        prev
-                    })
-                    .collect()
+        let mut time_fixes = Vec::new();
+        if let Some(t0) = first_time_us {
+            let mut prev = 0i64;
+            for (k, &t) in times.iter().enumerate() {
+                let own = (t != NO_TIME).then(|| t.saturating_sub(t0));
+                match own {
+                    Some(rel) if rel >= prev => prev = rel,
+                    _ => time_fixes.push((k as u32, prev)),
+                }
             }
-        };
+        }
 
         // Call-site labels of every stack shown: allocations' and entries'.
         let mut sites = Sites::new(snap);
@@ -241,7 +238,7 @@ impl DeviceAnalysis {
             events: n,
             before: (count - traced) as u32,
             first_time_us,
-            time_rel,
+            time_fixes,
             addr: allocs.addr.clone(),
             size: allocs.size.clone(),
             start,
@@ -302,11 +299,22 @@ impl DeviceAnalysis {
     }
 
     /// The time of moment `m` in µs since the first entry: that of the entry leading to
-    /// it (moment 0 takes the first entry's); entries without a time take the previous
-    /// one's, and times never decrease. `None` without times.
-    pub fn moment_time_us(&self, m: u32) -> Option<i64> {
-        let last = self.time_rel.len().checked_sub(1)?;
-        Some(self.time_rel[(m as usize).saturating_sub(1).min(last)])
+    /// it (moment 0 takes the first entry's; moments past the end the last's); entries
+    /// without a time take the previous one's, and times never decrease. `None`
+    /// without times. `snap` is the snapshot given to [`DeviceAnalysis::new`]. O(1)
+    /// for a well-formed trace (O(log f) with f entries out of order or without time).
+    pub fn moment_time_us(&self, snap: &Snapshot, m: u32) -> Option<i64> {
+        let t0 = self.first_time_us?;
+        let k = m.saturating_sub(1).min(self.events.checked_sub(1)?);
+        match self.time_fixes.binary_search_by_key(&k, |&(e, _)| e) {
+            Ok(i) => Some(self.time_fixes[i].1),
+            Err(_) => Some(snap.events.time_us[(self.trace.start + k) as usize].saturating_sub(t0)),
+        }
+    }
+
+    /// Whether the trace has times (`time_us`, torch ≥ ~2.2).
+    pub fn has_time(&self) -> bool {
+        self.first_time_us.is_some()
     }
 
     /// Every call-site label; rows refer to them by index (`site`).
@@ -404,7 +412,7 @@ impl DeviceAnalysis {
 
     /// Bytes held on the heap by the indexes (for memory reports).
     pub fn heap_bytes(&self) -> usize {
-        self.time_rel.capacity() * 8
+        self.time_fixes.capacity() * 16
             + self.addr.capacity() * 8
             + self.size.capacity() * 8
             + (self.start.capacity()

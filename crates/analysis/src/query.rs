@@ -250,7 +250,7 @@ impl DeviceAnalysis {
             out.push(OomEvent {
                 event: k,
                 moment: m,
-                time_us: self.moment_time_us(m),
+                time_us: self.moment_time_us(snap, m),
                 requested_bytes: ev.size[e],
                 device_free_bytes: SparseEvents::find(&ev.sparse.device_free, e as u32),
                 stream: DeviceAnalysis::stream_of_event(snap, e),

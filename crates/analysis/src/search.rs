@@ -3,7 +3,7 @@
 use memscope_snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::stab::{radix_sort_ids, StabIndex};
+use crate::stab::{sort_ids_by_key, StabIndex};
 use crate::table::{normalise, Direction, SortKey};
 use crate::DeviceAnalysis;
 
@@ -176,8 +176,8 @@ impl DeviceAnalysis {
     fn build_address_index(&mut self) {
         if self.cache.by_address.is_none() {
             let n = self.size.len() as u32;
-            let by_lo = radix_sort_ids((0..n).collect(), |id| self.addr[id as usize]);
-            let by_hi = radix_sort_ids((0..n).collect(), |id| self.last_byte(id));
+            let by_lo = sort_ids_by_key((0..n).collect(), |id| self.addr[id as usize]);
+            let by_hi = sort_ids_by_key((0..n).collect(), |id| self.last_byte(id));
             let index = StabIndex::build(
                 &by_lo,
                 &by_hi,
@@ -233,7 +233,7 @@ impl DeviceAnalysis {
             SearchKind::Size => {
                 let q = parse_size(text)?;
                 result.size = Some(q);
-                self.ensure_order(SortKey::Size, Direction::Ascending);
+                self.ensure_order(snap, SortKey::Size, Direction::Ascending);
                 let order = self.cached_order(SortKey::Size, Direction::Ascending);
                 let sizes = &self.size;
                 let lo = order.partition_point(|&id| sizes[id as usize] < q.lo_bytes);

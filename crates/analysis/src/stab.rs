@@ -160,38 +160,20 @@ pub(crate) fn counting_sort_ids(n: usize, bound: usize, key: impl Fn(u32) -> u32
     out
 }
 
-/// `ids` stably sorted by `key` (equal keys keep their order): an LSD radix sort over
-/// bytes that skips the bytes every key shares. O(n · passes), at most 8 passes.
-pub(crate) fn radix_sort_ids(ids: Vec<u32>, key: impl Fn(u32) -> u64) -> Vec<u32> {
-    let mut items: Vec<(u64, u32)> = ids.iter().map(|&id| (key(id), id)).collect();
-    drop(ids);
-    let (mut or, mut and) = (0u64, u64::MAX);
-    for &(k, _) in &items {
-        or |= k;
-        and &= k;
-    }
-    let varying = or ^ and;
-    let mut tmp = vec![(0u64, 0u32); items.len()];
-    for byte in 0..8 {
-        let shift = byte * 8;
-        if (varying >> shift) & 0xff == 0 {
-            continue;
-        }
-        let mut first = [0usize; 257];
-        for &(k, _) in &items {
-            first[((k >> shift) & 0xff) as usize + 1] += 1;
-        }
-        for d in 1..first.len() {
-            first[d] += first[d - 1];
-        }
-        for &item in &items {
-            let slot = &mut first[((item.0 >> shift) & 0xff) as usize];
-            tmp[*slot] = item;
-            *slot += 1;
-        }
-        std::mem::swap(&mut items, &mut tmp);
-    }
-    items.into_iter().map(|(_, id)| id).collect()
+/// `ids` stably sorted by `key` (equal keys keep their order): one `sort_unstable` of
+/// `(key, position)` packed in a `u128`, which measured faster here than LSD radix
+/// sorts (8- and 11-bit digits) on 2.8 million keys. O(n log n).
+pub(crate) fn sort_ids_by_key(ids: Vec<u32>, key: impl Fn(u32) -> u64) -> Vec<u32> {
+    let mut packed: Vec<u128> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (u128::from(key(id)) << 32) | i as u128)
+        .collect();
+    packed.sort_unstable();
+    packed
+        .into_iter()
+        .map(|p| ids[(p as u32) as usize])
+        .collect()
 }
 
 #[cfg(test)]
@@ -238,10 +220,10 @@ mod tests {
 
     proptest! {
         #[test]
-        fn radix_sort_is_a_stable_sort(keys in prop::collection::vec(any::<u64>(), 0..300), small in any::<bool>()) {
+        fn sort_ids_by_key_is_a_stable_sort(keys in prop::collection::vec(any::<u64>(), 0..300), small in any::<bool>()) {
             let keys: Vec<u64> = if small { keys.iter().map(|k| k % 7 + (1 << 40)).collect() } else { keys };
             let ids: Vec<u32> = (0..keys.len() as u32).collect();
-            let got = radix_sort_ids(ids.clone(), |id| keys[id as usize]);
+            let got = sort_ids_by_key(ids.clone(), |id| keys[id as usize]);
             let mut want = ids;
             want.sort_by_key(|&id| keys[id as usize]);
             prop_assert_eq!(got, want);
@@ -269,34 +251,5 @@ mod tests {
             }
             check(&intervals, &points);
         }
-    }
-}
-#[cfg(test)]
-mod speed {
-    #[test]
-    #[ignore]
-    #[allow(clippy::print_stdout)]
-    fn radix_vs_pdq() {
-        let n = 2_800_000u32;
-        let mut x = 12345u64;
-        let keys: Vec<u64> = (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % (1 << 33)
-            })
-            .collect();
-        let t = std::time::Instant::now();
-        let a = super::radix_sort_ids((0..n).collect(), |id| keys[id as usize]);
-        println!("radix {:?}", t.elapsed());
-        let t = std::time::Instant::now();
-        let mut p: Vec<u128> = (0..n)
-            .map(|id| (u128::from(keys[id as usize]) << 32) | u128::from(id))
-            .collect();
-        p.sort_unstable();
-        let b: Vec<u32> = p.into_iter().map(|v| v as u32).collect();
-        println!("pdq u128 {:?}", t.elapsed());
-        assert_eq!(a, b);
     }
 }

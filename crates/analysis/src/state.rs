@@ -110,10 +110,9 @@ pub struct StateTotals {
 pub struct AllocatorState {
     /// The moment.
     pub moment: u32,
-    /// The entry that led to it (`None` at the start).
+    /// The entry that led to it (`None` at the start); its time is
+    /// [`DeviceAnalysis::moment_time_us`].
     pub event: Option<u32>,
-    /// Its time, µs since the first entry.
-    pub time_us: Option<i64>,
     /// Segments live then, by address.
     pub segments: Vec<SegmentView>,
     /// Live allocations outside every segment, by address.
@@ -290,7 +289,6 @@ impl DeviceAnalysis {
         AllocatorState {
             moment: m,
             event: self.event_of_moment(m),
-            time_us: self.moment_time_us(m),
             segments,
             unplaced,
             totals,

@@ -4,7 +4,7 @@ use memscope_snapshot::Snapshot;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::stab::radix_sort_ids;
+use crate::stab::sort_ids_by_key;
 use crate::DeviceAnalysis;
 
 /// What the table sorts by.
@@ -123,29 +123,29 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
 
 impl DeviceAnalysis {
     /// µs the allocation lived, clipped to the window.
-    fn lifetime_us(&self, id: u32) -> Option<i64> {
+    fn lifetime_us(&self, snap: &Snapshot, id: u32) -> Option<i64> {
         let (start, _, end) = self.lifetime(id);
-        Some(self.moment_time_us(end)? - self.moment_time_us(start)?)
+        Some(self.moment_time_us(snap, end)? - self.moment_time_us(snap, start)?)
     }
 
     /// The sort key of allocation `id`, as an order-preserving `u64`.
-    fn sort_value(&self, key: SortKey, id: u32) -> u64 {
+    fn sort_value(&self, snap: &Snapshot, key: SortKey, id: u32) -> u64 {
         let i = id as usize;
         let (start, _, end) = self.lifetime(id);
-        let has_time = !self.time_rel.is_empty();
+        let has_time = self.has_time();
         match key {
             SortKey::Size => self.size[i],
             SortKey::AllocTime => u64::from(start),
             SortKey::Lifetime => {
                 if has_time {
-                    self.lifetime_us(id).map_or(0, |t| t.max(0) as u64)
+                    self.lifetime_us(snap, id).map_or(0, |t| t.max(0) as u64)
                 } else {
                     u64::from(end - start)
                 }
             }
             SortKey::ByteTime => {
                 let span = if has_time {
-                    self.lifetime_us(id).map_or(0.0, |t| t.max(0) as f64)
+                    self.lifetime_us(snap, id).map_or(0.0, |t| t.max(0) as f64)
                 } else {
                     f64::from(end - start)
                 };
@@ -156,9 +156,9 @@ impl DeviceAnalysis {
     }
 
     /// Computes the order of `key` in `direction` unless cached: O(n log n) once.
-    pub(crate) fn ensure_order(&mut self, key: SortKey, direction: Direction) {
+    pub(crate) fn ensure_order(&mut self, snap: &Snapshot, key: SortKey, direction: Direction) {
         if !self.cache.orders.contains_key(&(key, direction)) {
-            let order = self.sorted_ids(key, direction);
+            let order = self.sorted_ids(snap, key, direction);
             self.cache.orders.insert((key, direction), order);
         }
     }
@@ -172,7 +172,7 @@ impl DeviceAnalysis {
             .map_or(&[], Vec::as_slice)
     }
 
-    fn sorted_ids(&self, key: SortKey, direction: Direction) -> Vec<u32> {
+    fn sorted_ids(&self, snap: &Snapshot, key: SortKey, direction: Direction) -> Vec<u32> {
         let count = self.size.len() as u32;
         if key == SortKey::AllocTime {
             // Traced allocations each start at their own moment; those made before the
@@ -183,10 +183,10 @@ impl DeviceAnalysis {
                 Direction::Descending => (0..traced).rev().chain(traced..count).collect(),
             };
         }
-        // A stable radix sort of the ids in rank order: ties stay in allocation order.
+        // A stable sort of the ids in rank order: ties stay in allocation order.
         let by_rank: Vec<u32> = (0..count).map(|r| self.id_of_rank(r)).collect();
-        radix_sort_ids(by_rank, |id| {
-            let value = self.sort_value(key, id);
+        sort_ids_by_key(by_rank, |id| {
+            let value = self.sort_value(snap, key, id);
             match direction {
                 Direction::Ascending => value,
                 Direction::Descending => !value,
@@ -250,7 +250,7 @@ impl DeviceAnalysis {
             self.cache.filtered.push(entry);
         } else {
             self.stack_matches(snap, filter);
-            self.ensure_order(key, direction);
+            self.ensure_order(snap, key, direction);
             let matches = self
                 .cache
                 .filters
@@ -296,7 +296,7 @@ impl DeviceAnalysis {
         let filter = normalise(filter);
         let (total, ids) = {
             let order = if filter.is_empty() {
-                self.ensure_order(key, direction);
+                self.ensure_order(snap, key, direction);
                 self.cached_order(key, direction)
             } else {
                 self.filtered_order(snap, key, direction, &filter)
@@ -309,15 +309,15 @@ impl DeviceAnalysis {
         TablePage {
             total_rows: total as u64,
             first,
-            rows: ids.iter().map(|&id| self.table_row(id)).collect(),
+            rows: ids.iter().map(|&id| self.table_row(snap, id)).collect(),
         }
     }
 
-    /// The table row of allocation `id`.
-    pub fn table_row(&self, id: u32) -> TableRow {
+    /// The table row of allocation `id` (`snap`: the snapshot given to `new`).
+    pub fn table_row(&self, snap: &Snapshot, id: u32) -> TableRow {
         let i = id as usize;
         let (start, _, end) = self.lifetime(id);
-        let lifetime_us = self.lifetime_us(id);
+        let lifetime_us = self.lifetime_us(snap, id);
         let site = self.sites.of(self.stack[i]);
         TableRow {
             id,
@@ -329,12 +329,12 @@ impl DeviceAnalysis {
             alloc_time_us: if start == 0 {
                 None
             } else {
-                self.moment_time_us(start)
+                self.moment_time_us(snap, start)
             },
             free_time_us: if end > self.events {
                 None
             } else {
-                self.moment_time_us(end)
+                self.moment_time_us(snap, end)
             },
             before_window: start == 0,
             live_at_end: end > self.events,

@@ -203,7 +203,7 @@ fn blocks_gaps_and_fragmentation() {
     assert_eq!((t.free_bytes, t.largest_free_bytes), (3584, 3584));
     assert_eq!(t.fragmentation, 0.0);
     assert!((t.pytorch_fragmentation - (3584.0f64 / 8192.0).powi(2)).abs() < 1e-12);
-    assert_eq!(s.time_us, Some(100));
+    assert_eq!(a.moment_time_us(&snap, 5), Some(100));
 
     // At the end the gaps are the snapshot's inactive blocks.
     let s = a.state_at(7);
@@ -256,8 +256,8 @@ fn events_page_maps_entries_to_allocations() {
     assert_eq!(a.moment_of_event(4), 5);
     assert_eq!(a.event_of_moment(5), Some(4));
     assert_eq!(a.event_of_moment(0), None);
-    assert_eq!(a.moment_time_us(0), Some(0));
-    assert_eq!(a.moment_time_us(7), Some(210));
+    assert_eq!(a.moment_time_us(&snap, 0), Some(0));
+    assert_eq!(a.moment_time_us(&snap, 7), Some(210));
 }
 
 #[test]
@@ -431,8 +431,8 @@ fn allocations_made_before_the_window_stack_first() {
             .collect::<Vec<_>>(),
         [2, 1]
     );
-    assert_eq!(a.table_row(1).alloc_time_us, None);
-    assert!(a.table_row(1).before_window);
+    assert_eq!(a.table_row(&snap, 1).alloc_time_us, None);
+    assert!(a.table_row(&snap, 1).before_window);
     check_all_moments(&snap);
 }
 
@@ -702,4 +702,51 @@ fn ooms_report_what_was_live() {
     assert!(serde_json::to_string(o)
         .unwrap()
         .contains("\"requested_bytes\":8000000000"));
+}
+
+#[test]
+fn missing_and_backward_times_are_filled_forward() {
+    let snap = json(
+        r#"{"segments": [], "device_traces": [[
+            {"action": "alloc", "addr": 4096, "size": 10, "stream": 0},
+            {"action": "alloc", "addr": 8192, "size": 10, "stream": 0, "time_us": 1000},
+            {"action": "alloc", "addr": 12288, "size": 10, "stream": 0},
+            {"action": "alloc", "addr": 16384, "size": 10, "stream": 0, "time_us": 990},
+            {"action": "free_completed", "addr": 4096, "size": 10, "stream": 0, "time_us": 1050}]]}"#,
+    );
+    let (_, mut a) = analyse(&snap);
+    let times: Vec<Option<i64>> = (0..=6).map(|m| a.moment_time_us(&snap, m)).collect();
+    assert_eq!(
+        times,
+        [
+            Some(0),
+            Some(0),
+            Some(0),
+            Some(0),
+            Some(0),
+            Some(50),
+            Some(50)
+        ]
+    );
+    assert!(a.has_time());
+    // Raw relative times in the event list, derived ones in the table.
+    let rows = a.events_page(&snap, 0, 5);
+    let raw: Vec<Option<i64>> = rows.iter().map(|r| r.time_us).collect();
+    assert_eq!(raw, [None, Some(0), None, Some(-10), Some(50)]);
+    let row = a.table_row(&snap, 0);
+    assert_eq!(
+        (row.alloc_time_us, row.free_time_us, row.lifetime_us),
+        (Some(0), Some(50), Some(50))
+    );
+    let page = a.table_page(&snap, SortKey::Lifetime, Direction::Descending, "", 0, 10);
+    assert_eq!(page.rows[0].id, 0);
+
+    let untimed = json(
+        r#"{"segments": [], "device_traces": [[
+            {"action": "alloc", "addr": 4096, "size": 10, "stream": 0}]]}"#,
+    );
+    let (_, b) = analyse(&untimed);
+    assert!(!b.has_time());
+    assert_eq!(b.moment_time_us(&untimed, 1), None);
+    assert_eq!(b.table_row(&untimed, 0).lifetime_us, None);
 }

@@ -46,6 +46,10 @@ pub struct Rank {
 /// The page.
 pub struct App {
     pub pool: Pool,
+    /// The cross-rank views' state.
+    pub fleet: crate::fleet::Fleet,
+    /// The linked views' state.
+    pub lenses: crate::lenses::Lenses,
     pub ranks: Vec<Rank>,
     pub timeline: Option<Timeline>,
     pub active: Option<(u32, i32)>,
@@ -70,6 +74,8 @@ impl App {
     pub fn new(pool: Pool, timeline: Option<Timeline>) -> App {
         App {
             pool,
+            fleet: Default::default(),
+            lenses: Default::default(),
             ranks: Vec::new(),
             timeline,
             active: None,
@@ -199,6 +205,11 @@ impl App {
         self.ranks.iter().position(|r| r.key == key)
     }
 
+    /// The worker slot holding rank `key`.
+    pub fn slot_of(&self, key: u32) -> Option<usize> {
+        self.index_of(key).and_then(|i| self.ranks[i].slot)
+    }
+
     /// Handles a worker response.
     pub fn on_response(&mut self, slot: usize, response: Response) {
         match response {
@@ -221,6 +232,7 @@ impl App {
             }
             Response::Loaded(info) => {
                 self.pool.load_done(slot);
+                crate::fleet::on_rank_loaded(self, info.rank_key, slot);
                 if let Some(i) = self.index_of(info.rank_key) {
                     let first = info
                         .devices
@@ -296,6 +308,15 @@ impl App {
                     self.request_strips();
                 }
             }
+            Response::Fleet { rank_key, response } => {
+                crate::fleet::on_response(self, rank_key, response);
+            }
+            Response::Lens {
+                rank_key,
+                device,
+                response,
+                ..
+            } => crate::lenses::on_response(self, rank_key, device, response),
             Response::Detail(detail) => {
                 let selected = self.timeline.as_ref().map_or(NO_ID, |t| t.selected);
                 if detail.allocation == selected
@@ -348,6 +369,7 @@ impl App {
             self.in_flight = true;
         }
         self.update_devices_marker();
+        crate::lenses::on_device_shown(self);
     }
 
     fn update_devices_marker(&self) {

@@ -9,6 +9,8 @@
 mod app;
 mod dom;
 mod files;
+mod fleet;
+mod lenses;
 mod panel;
 mod pool;
 mod timeline;

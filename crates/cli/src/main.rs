@@ -241,7 +241,7 @@ fn print_table(out: &mut impl Write, rows: &[DeviceSummary]) -> io::Result<()> {
         .iter()
         .map(|s| {
             let span = match (s.first_time_us, s.last_time_us) {
-                (Some(a), Some(b)) => format_duration_us(b - a),
+                (Some(a), Some(b)) => format_duration_us(b.saturating_sub(a)),
                 _ => "-".to_owned(),
             };
             [

@@ -569,11 +569,13 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     for (site, allocs) in sites {
         let mut per_window = vec![(0u64, 0u64); w_count];
         for &(w, id) in &allocs {
-            per_window[w].0 += a.size[id as usize];
+            per_window[w].0 = per_window[w].0.saturating_add(a.size[id as usize]);
             per_window[w].1 += 1;
         }
         let with = per_window[..last].iter().filter(|p| p.1 > 0).count();
-        let bytes: u64 = per_window[..last].iter().map(|p| p.0).sum();
+        let bytes = per_window[..last]
+            .iter()
+            .fold(0u64, |s, p| s.saturating_add(p.0));
         if with < needed || bytes < th.leak_min_bytes {
             continue;
         }
@@ -593,7 +595,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         for i in (0..a.len()).filter(|&i| model.alloc_site[i] == site) {
             for (w, &e) in ends.iter().enumerate() {
                 if model.live_after(i, e) {
-                    live_at_end[w] += a.size[i];
+                    live_at_end[w] = live_at_end[w].saturating_add(a.size[i]);
                 }
             }
         }
@@ -676,7 +678,7 @@ fn segment_growth(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut
         if cached < i128::from(request_bytes) {
             continue;
         }
-        bytes += segment;
+        bytes = bytes.saturating_add(segment);
         found.push(SegmentGrowth {
             offset: k as u64,
             time_us: tl.time_at(k),
@@ -735,7 +737,10 @@ fn sustained(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     let threshold = (th.sustained_min_excess_share * peak_reserved.max(0) as f64)
         .max(th.sustained_min_excess_bytes as f64) as i128;
     let (span, weight): (i64, Box<dyn Fn(usize) -> i64>) = match tl.time_span() {
-        Some((t0, t1)) if t1 > t0 => (t1 - t0, Box::new(|k| tl.time_us[k + 1] - tl.time_us[k])),
+        Some((t0, t1)) if t1 > t0 => (
+            t1.saturating_sub(t0),
+            Box::new(|k| tl.time_us[k + 1].saturating_sub(tl.time_us[k])),
+        ),
         _ => ((n - 1) as i64, Box::new(|_| 1)),
     };
     let (mut held, mut entries, mut max_excess, mut from) = (0i64, 0u64, i128::MIN, None);
@@ -743,7 +748,7 @@ fn sustained(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         let excess = i128::from(tl.reserved[k]) - peak;
         max_excess = max_excess.max(excess);
         if excess >= threshold {
-            held += weight(k);
+            held = held.saturating_add(weight(k));
             entries += 1;
             if from.is_none() {
                 from = Some(k);
@@ -800,7 +805,7 @@ fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             continue;
         };
         let completed = model.time_of_event(a.free_event[i]);
-        let gap = completed.unwrap_or(end_us) - requested;
+        let gap = completed.unwrap_or(end_us).saturating_sub(requested);
         if gap < th.stall_min_us {
             continue;
         }
@@ -816,7 +821,7 @@ fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     sites.sort_unstable_by_key(|s| s.0);
     for (site, mut list) in sites {
         let ids: Vec<u32> = list.iter().map(|s| s.id).collect();
-        let total: u64 = list.iter().map(|s| s.bytes).sum();
+        let total = list.iter().fold(0u64, |t, s| t.saturating_add(s.bytes));
         let never = list.iter().filter(|s| s.completed_us.is_none()).count() as u64;
         list.sort_by(|x, y| y.gap_us.cmp(&x.gap_us).then(x.id.cmp(&y.id)));
         let count = list.len() as u64;

@@ -232,10 +232,10 @@ fn side_sites(snap: &Snapshot, model: &RankModel) -> SideSites {
         let st = entry.2.entry(skey).or_default();
         st.1 += 1;
         if live {
-            entry.1.bytes_at_peak += a.size[i];
+            entry.1.bytes_at_peak = entry.1.bytes_at_peak.saturating_add(a.size[i]);
             entry.1.live_at_peak += 1;
             entry.1.ids_at_peak.push(i as u32);
-            st.0 += a.size[i];
+            st.0 = st.0.saturating_add(a.size[i]);
         }
         let top = largest.entry(site.key.clone()).or_default();
         top.push((a.size[i], i as u32));
@@ -349,10 +349,10 @@ pub fn compare(
                     b_allocations: 0,
                 });
                 if is_a {
-                    row.a_bytes += bytes;
+                    row.a_bytes = row.a_bytes.saturating_add(bytes);
                     row.a_allocations += count;
                 } else {
-                    row.b_bytes += bytes;
+                    row.b_bytes = row.b_bytes.saturating_add(bytes);
                     row.b_allocations += count;
                 }
             }
@@ -398,9 +398,9 @@ fn curves(
 ) -> Curves {
     let position = |m: &RankModel, zero: i64, k: usize| -> i64 {
         if use_time {
-            m.timeline.time_us[k] - zero
+            m.timeline.time_us[k].saturating_sub(zero)
         } else {
-            k as i64 - zero
+            (k as i64).saturating_sub(zero)
         }
     };
     let span = |m: &RankModel, zero: i64| -> Option<(i64, i64)> {

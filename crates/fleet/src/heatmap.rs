@@ -202,7 +202,7 @@ pub fn site_levels(model: &RankModel, site_key: &str) -> (u64, Vec<u64>) {
         let size = i128::from(a.size[i]);
         match model.offset(a.alloc_event[i]) {
             Some(k) => delta[k] += size,
-            None => initial += a.size[i],
+            None => initial = initial.saturating_add(a.size[i]),
         }
         if let Some(k) = model.offset(a.free_event[i]) {
             delta[k] -= size;

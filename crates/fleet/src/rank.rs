@@ -146,7 +146,7 @@ impl RankModel {
                 });
                 out.len() - 1
             });
-            out[k].bytes += self.allocs.size[i];
+            out[k].bytes = out[k].bytes.saturating_add(self.allocs.size[i]);
             out[k].ids.push(i as u32);
         }
         out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));

@@ -61,6 +61,8 @@ pub struct Parser<B: Builder> {
     marks: Vec<usize>,
     /// Bytes of an opcode cut by a chunk boundary.
     carry: Vec<u8>,
+    /// What that opcode still needs.
+    carry_need: Option<Need>,
     /// Memo indices of `BINGET`/`LONG_BINGET`s not yet fetched: logically on top of
     /// `stack`. A run of them closed by `APPENDS` goes to the builder in one call
     /// ([`Builder::append_memo_refs`]); any other opcode fetches them first.
@@ -82,6 +84,7 @@ impl<B: Builder> Parser<B> {
             stack: Vec::new(),
             marks: Vec::new(),
             carry: Vec::new(),
+            carry_need: None,
             pending: Vec::new(),
             pending_at: 0,
             consumed: 0,
@@ -148,8 +151,30 @@ impl<B: Builder> Parser<B> {
         if self.done {
             return Ok(Progress::Done);
         }
-        // First finish an opcode cut by the previous chunk boundary.
+        // First finish an opcode cut by the previous chunk boundary: top the carry up
+        // with what it needs, and decode it again only once that is there (decoding an
+        // incomplete opcode again per tiny chunk would cost quadratic time).
         while !self.carry.is_empty() {
+            if let Some(need) = self.carry_need {
+                if chunk.is_empty() {
+                    return Ok(Progress::NeedMore);
+                }
+                let (take, complete) = match need {
+                    Need::Exactly(n) => {
+                        let take = n.saturating_sub(self.carry.len()).min(chunk.len());
+                        (take, self.carry.len() + take >= n)
+                    }
+                    Need::Line => match chunk.iter().position(|&b| b == b'\n') {
+                        Some(p) => (p + 1, true),
+                        None => (chunk.len(), false),
+                    },
+                };
+                self.carry.extend_from_slice(&chunk[..take]);
+                chunk = &chunk[take..];
+                if !complete {
+                    return Ok(Progress::NeedMore);
+                }
+            }
             let carry = mem::take(&mut self.carry);
             let outcome = self.run(&carry, self.consumed);
             self.carry = carry;
@@ -157,29 +182,19 @@ impl<B: Builder> Parser<B> {
                 Outcome::Consumed => {
                     self.consumed += self.carry.len() as u64;
                     self.carry.clear();
+                    self.carry_need = None;
                 }
                 Outcome::Stopped(n) => {
                     self.consumed += n as u64;
                     self.carry.clear();
+                    self.carry_need = None;
                     self.done = true;
                     return Ok(Progress::Done);
                 }
                 Outcome::Incomplete { at, need } => {
                     self.consumed += at as u64;
                     self.carry.drain(..at);
-                    if chunk.is_empty() {
-                        return Ok(Progress::NeedMore);
-                    }
-                    let take = match need {
-                        Need::Exactly(n) => n.saturating_sub(self.carry.len()).max(1),
-                        Need::Line => chunk
-                            .iter()
-                            .position(|&b| b == b'\n')
-                            .map_or(chunk.len(), |p| p + 1),
-                    }
-                    .min(chunk.len());
-                    self.carry.extend_from_slice(&chunk[..take]);
-                    chunk = &chunk[take..];
+                    self.carry_need = Some(need);
                 }
             }
         }
@@ -193,9 +208,10 @@ impl<B: Builder> Parser<B> {
                 self.done = true;
                 Ok(Progress::Done)
             }
-            Outcome::Incomplete { at, .. } => {
+            Outcome::Incomplete { at, need } => {
                 self.consumed += at as u64;
                 self.carry.extend_from_slice(&chunk[at..]);
+                self.carry_need = Some(need);
                 Ok(Progress::NeedMore)
             }
         }

@@ -11,6 +11,9 @@
 //! bridge decodes, so they arrive through the same callback with their buffers moved,
 //! not copied.
 
+pub mod fleet;
+pub mod lens;
+
 use gloo_worker::HandlerId;
 use js_sys::{Array, Float32Array, Uint32Array};
 use serde::{Deserialize, Serialize};
@@ -56,6 +59,24 @@ pub use memscope_render::{Axis, LineStrip, TimelineView as View};
 /// What the page asks a worker.
 #[derive(Serialize, Deserialize)]
 pub enum Request {
+    /// A question for the cross-rank views.
+    Fleet {
+        /// Which rank.
+        rank_key: u32,
+        /// The question.
+        request: fleet::FleetRequest,
+    },
+    /// A question for a linked view of one device.
+    Lens {
+        /// Which rank.
+        rank_key: u32,
+        /// Which device.
+        device: i32,
+        /// The page's request number (answers carry it back).
+        id: u32,
+        /// The question.
+        request: lens::LensRequest,
+    },
     /// Parse a snapshot and keep it as rank `rank_key`.
     Load {
         /// The page's key for this rank (unique per loaded file).
@@ -262,6 +283,24 @@ pub struct AllocationDetail {
 /// What a worker answers.
 #[derive(Serialize, Deserialize)]
 pub enum Response {
+    /// An answer for the cross-rank views.
+    Fleet {
+        /// Which rank.
+        rank_key: u32,
+        /// The answer.
+        response: fleet::FleetResponse,
+    },
+    /// An answer for a linked view.
+    Lens {
+        /// Which rank.
+        rank_key: u32,
+        /// Which device.
+        device: i32,
+        /// The request number it answers.
+        id: u32,
+        /// The answer (its buffers, if any, were transferred).
+        response: lens::LensResponse,
+    },
     /// Loading progress.
     Progress {
         /// Which rank.

@@ -145,7 +145,7 @@ impl Allocations {
                     None => {
                         let id = before.push(addr, size, ev.stack[i], Origin::BeforeWindowFreed);
                         before.free_requested_event[id as usize] = e;
-                        initial_before += size;
+                        initial_before = initial_before.saturating_add(size);
                         live.insert(addr, id | BEFORE);
                     }
                 },
@@ -158,7 +158,7 @@ impl Allocations {
                     None => {
                         let id = before.push(addr, size, ev.stack[i], Origin::BeforeWindowFreed);
                         before.free_event[id as usize] = e;
-                        initial_before += size;
+                        initial_before = initial_before.saturating_add(size);
                         allocated -= i128::from(size);
                     }
                 },
@@ -199,7 +199,7 @@ impl Allocations {
                         let id =
                             before.push(addr, size, snap.blocks.stack[b], Origin::BeforeWindowLive);
                         before.block[id as usize] = b as u32;
-                        initial_before += size;
+                        initial_before = initial_before.saturating_add(size);
                     }
                 }
             }
@@ -207,7 +207,9 @@ impl Allocations {
 
         out.initial_allocated = initial_before;
         // max_allocated ≥ 0 covers the start of the window.
-        out.peak_allocated = (i128::from(initial_before) + max_allocated).max(0) as u64;
+        // Sizes are u64 and sums can exceed it only in hostile files: saturate.
+        out.peak_allocated =
+            u64::try_from((i128::from(initial_before) + max_allocated).max(0)).unwrap_or(u64::MAX);
         out.initial_reserved = reserved_at_snapshot - reserved_delta;
         out.peak_reserved = out.initial_reserved + max_reserved_delta;
         out.append(before);

@@ -143,16 +143,17 @@ impl Decoder {
     }
 }
 
-/// `Some(true)` for JSON (first non-blank byte `{` or `[`, after an optional UTF-8 byte
-/// order mark), `Some(false)` for anything else, `None` while only blanks were seen.
+/// `Some(true)` for JSON, `Some(false)` for a pickle, `None` until the first byte after
+/// an optional UTF-8 byte order mark is there. JSON starts with `{`, `[` or blank space;
+/// no pickle starts with either (they are not opcodes), so one byte decides.
 fn sniff_json(head: &[u8]) -> Option<bool> {
-    let body = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
-    if head.len() < 3 && b"\xef\xbb\xbf".starts_with(head) {
+    const BOM: &[u8] = b"\xef\xbb\xbf";
+    if head.len() < BOM.len() && BOM.starts_with(head) {
         return None;
     }
-    body.iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .map(|&b| b == b'{' || b == b'[')
+    let body = head.strip_prefix(BOM).unwrap_or(head);
+    body.first()
+        .map(|&b| b == b'{' || b == b'[' || b.is_ascii_whitespace())
 }
 
 /// Receives decompressed bytes from the gzip layer.

@@ -105,7 +105,7 @@ impl DeviceSummary {
         let mut block_stacks: FxHashSet<StackId> = FxHashSet::default();
         for s in snap.segments_on(device) {
             segments += 1;
-            reserved += snap.segments.total_size[s];
+            reserved = u64::saturating_add(reserved, snap.segments.total_size[s]);
             for b in snap.segments.blocks[s].clone() {
                 let b = b as usize;
                 block_stacks.insert(snap.blocks.stack[b]);
@@ -113,8 +113,8 @@ impl DeviceSummary {
                     block_stacks.insert(snap.history.stack[h as usize]);
                 }
                 if snap.blocks.state[b].is_active() {
-                    allocated += snap.blocks.size[b];
-                    requested += snap.blocks.requested_or_size(b);
+                    allocated = u64::saturating_add(allocated, snap.blocks.size[b]);
+                    requested = u64::saturating_add(requested, snap.blocks.requested_or_size(b));
                 }
             }
         }

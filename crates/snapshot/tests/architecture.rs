@@ -25,7 +25,6 @@ enum Browser {
     /// use browser crates on wasm, as indicatif's `web-time` does).
     NotNative,
     /// A browser crate (page, worker, renderer).
-    #[allow(dead_code)] // until the browser crates get their lines in RULES
     Allowed,
 }
 
@@ -58,6 +57,41 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         "memscope-analysis",
         &["memscope-snapshot", "memscope-pickle", "memscope-json"],
         Browser::Never,
+    ),
+    // The layout is plain Rust; its `gl` module draws through glow (WebGL2 on wasm).
+    ("memscope-render", &["memscope-snapshot"], Browser::Allowed),
+    (
+        "memscope-protocol",
+        &[
+            "memscope-snapshot",
+            "memscope-render",
+            "memscope-analysis",
+            "memscope-fleet",
+        ],
+        Browser::Allowed,
+    ),
+    (
+        "memscope-worker",
+        &[
+            "memscope-snapshot",
+            "memscope-render",
+            "memscope-protocol",
+            "memscope-analysis",
+            "memscope-fleet",
+        ],
+        Browser::Allowed,
+    ),
+    (
+        "memscope-app",
+        &[
+            "memscope-snapshot",
+            "memscope-render",
+            "memscope-protocol",
+            "memscope-worker",
+            "memscope-analysis",
+            "memscope-fleet",
+        ],
+        Browser::Allowed,
     ),
 ];
 

@@ -11,6 +11,8 @@
 //! installed at start reports which ranks it was loading, so the page can say so.
 
 mod detail;
+mod fleet;
+mod lens;
 mod load;
 
 use std::cell::{Cell, RefCell};
@@ -19,6 +21,7 @@ use std::rc::Rc;
 
 use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::{Array, Float32Array, Uint32Array};
+use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::{
     post_transferring, Axis, Codec, LegendEntry, Request, Response, Strips, View,
 };
@@ -31,10 +34,22 @@ struct DeviceModel {
     device: i32,
     allocs: Allocations,
     index: TimelineIndex,
+    /// The query indexes, built on the first question that needs them.
+    analysis: Option<DeviceAnalysis>,
+}
+
+impl DeviceModel {
+    /// The query indexes of this device of `snap` (built on first use).
+    fn analysis(&mut self, snap: &Snapshot) -> &mut DeviceAnalysis {
+        let (allocs, analysis) = (&self.allocs, &mut self.analysis);
+        analysis.get_or_insert_with(|| DeviceAnalysis::new(snap, allocs))
+    }
 }
 
 /// A loaded rank.
 struct Rank {
+    /// The file's base name.
+    name: String,
     snap: Snapshot,
     devices: Vec<DeviceModel>,
 }
@@ -100,7 +115,10 @@ impl Worker for RankWorker {
                             let first = rank.devices.first().map(|d| {
                                 (d.device, full_view(&d.index, view.width_px, view.height_px))
                             });
-                            ranks.borrow_mut().loaded.insert(rank_key, rank.into_rank());
+                            ranks
+                                .borrow_mut()
+                                .loaded
+                                .insert(rank_key, rank.into_rank(name));
                             if let Some((device, view)) = first {
                                 send_strips(&ranks.borrow(), id, rank_key, device, 0, view);
                             }
@@ -120,6 +138,37 @@ impl Worker for RankWorker {
                 request,
                 view,
             } => send_strips(&self.ranks.borrow(), id, rank_key, device, request, view),
+            Request::Fleet { rank_key, request } => {
+                let ranks = self.ranks.borrow();
+                if let Some(rank) = ranks.loaded.get(&rank_key) {
+                    let response = fleet::handle(rank, request);
+                    scope.respond(id, Response::Fleet { rank_key, response });
+                }
+            }
+            Request::Lens {
+                rank_key,
+                device,
+                id: request_id,
+                request,
+            } => {
+                let mut ranks = self.ranks.borrow_mut();
+                let Some(Rank { snap, devices, .. }) = ranks.loaded.get_mut(&rank_key) else {
+                    return;
+                };
+                let Some(d) = devices.iter_mut().find(|d| d.device == device) else {
+                    return;
+                };
+                let (response, transfer) = lens::handle(snap, d, request);
+                let response = Response::Lens {
+                    rank_key,
+                    device,
+                    id: request_id,
+                    response,
+                };
+                if let Err(e) = post_transferring(id, &response, &transfer) {
+                    web_sys::console::error_1(&e);
+                }
+            }
             Request::Detail {
                 rank_key,
                 device,

@@ -31,8 +31,9 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn into_rank(self) -> Rank {
+    pub fn into_rank(self, name: String) -> Rank {
         Rank {
+            name,
             snap: self.snap,
             devices: self.devices,
         }
@@ -221,6 +222,7 @@ pub async fn load(
                 device,
                 allocs,
                 index,
+                analysis: None,
             }
         })
         .collect();
