@@ -65,13 +65,13 @@ export async function serve(dir = dist) {
 }
 
 /** A fresh headless Chromium with WebGL2 through SwiftShader. */
-export async function browser(extraArgs = []) {
+export async function browser(extraArgs = [], options = {}) {
   const profile = await mkdtemp(join(tmpdir(), 'memscope-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     viewport: { width: 1400, height: 860 },
-    deviceScaleFactor: 1,
+    deviceScaleFactor: options.deviceScaleFactor || 1,
     args: [
       '--no-sandbox',
       '--disable-quic',

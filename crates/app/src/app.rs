@@ -50,6 +50,8 @@ pub struct App {
     pub fleet: crate::fleet::Fleet,
     /// The linked views' state.
     pub lenses: crate::lenses::Lenses,
+    /// Bookmarks and other ways in.
+    pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
     pub timeline: Option<Timeline>,
     pub active: Option<(u32, i32)>,
@@ -76,6 +78,7 @@ impl App {
             pool,
             fleet: Default::default(),
             lenses: Default::default(),
+            share: Default::default(),
             ranks: Vec::new(),
             timeline,
             active: None,
@@ -119,6 +122,7 @@ impl App {
             let name = base_name(&name).to_owned();
             let rank = rank_from_name(&name);
             let card = el("div", "rank-card");
+            attr(&card, "role", "listitem");
             attr(&card, "data-key", &key.to_string());
             self.ranks.push(Rank {
                 key,
@@ -248,6 +252,8 @@ impl App {
                 }
                 self.schedule();
                 self.update_chrome();
+                // A bookmark may be waiting for this file.
+                crate::share::try_restore(self);
             }
             Response::Failed { rank_key, message } => {
                 self.pool.load_done(slot);
@@ -314,9 +320,9 @@ impl App {
             Response::Lens {
                 rank_key,
                 device,
+                id,
                 response,
-                ..
-            } => crate::lenses::on_response(self, rank_key, device, response),
+            } => crate::lenses::on_response(self, rank_key, device, id, response),
             Response::Detail(detail) => {
                 let selected = self.timeline.as_ref().map_or(NO_ID, |t| t.selected);
                 if detail.allocation == selected
@@ -370,6 +376,8 @@ impl App {
         }
         self.update_devices_marker();
         crate::lenses::on_device_shown(self);
+        crate::fleet::on_device_shown(self);
+        crate::share::changed(self, true);
     }
 
     fn update_devices_marker(&self) {
@@ -431,12 +439,24 @@ impl App {
         );
     }
 
+    /// The theme changed: redraw what depends on it.
+    pub fn theme_changed(&mut self) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.retheme();
+        }
+        crate::lenses::on_theme_changed(self);
+        crate::share::changed(self, false);
+    }
+
     /// The view changed: redraw now, refine later.
     pub fn view_changed(&mut self) {
         if let Some(t) = self.timeline.as_mut() {
             t.draw();
         }
         self.request_strips();
+        crate::lenses::on_view_changed(self);
+        crate::fleet::on_view_changed(self);
+        crate::share::changed(self, false);
     }
 
     /// Selects allocation `id` of the active device (or clears with `NO_ID`).
@@ -448,7 +468,9 @@ impl App {
             t.selected = id;
             t.draw();
         }
+        crate::lenses::on_select(self, id);
         self.detail = None;
+        crate::share::changed(self, true);
         if id == NO_ID {
             panel::show(None, self.show_noise);
             return;
@@ -489,7 +511,7 @@ impl App {
     }
 
     /// Header state: the cancel button, the page status.
-    fn update_chrome(&self) {
+    fn update_chrome(&mut self) {
         let loading = self
             .ranks
             .iter()
@@ -537,6 +559,7 @@ impl App {
                 dom::mark("memscope:loaded");
             }
         }
+        crate::fleet::on_ranks_changed(self);
     }
 
     /// Redraws rank `i`'s card.

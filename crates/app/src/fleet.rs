@@ -1,32 +1,267 @@
-//! The fleet view: every loaded rank at once. Each rank's worker sends its report
-//! (overview figures, anomalies, phases); the page combines them.
+//! The fleet view: every loaded rank at once, next to the single-rank workspace.
+//!
+//! Each rank's worker sends its report (`FleetRequest::Report`: overview figures,
+//! anomalies, phases) once the rank is loaded; the page combines them with
+//! `memscope_fleet::FleetReport` — the same code `memscope ranks` and `memscope
+//! anomalies` run — and shows:
+//!
+//! - [`overview`]: per rank peaks, allocated at the snapshot, events, OOMs, as a
+//!   sortable bar chart with outlier ranks flagged;
+//! - [`anomalies`]: leak suspects, OOMs, outliers, fragmentation, stalls, each with its
+//!   evidence and a link that shows it on the rank's timeline;
+//! - [`heat`]: a rank × time heatmap of allocated bytes on one absolute clock, whole
+//!   or for one call site (rows come from the workers on the axis the page picks);
+//! - [`lanes`]: phase lanes (`external_annotations` scopes) of every rank on the same
+//!   clock, and above the memory timeline of the rank shown;
+//! - [`compare`]: two ranks or snapshots, each side computed by its own worker and
+//!   combined here (`memscope_fleet::combine`);
+//! - [`grid`]: peak memory by two parallelism settings read from the names.
+//!
+//! A click anywhere that names a rank and a moment [`focus`]es it: the Rank view
+//! opens on that rank, zoomed to the moment, with the allocations in question selected
+//! (listed above the timeline, one click each).
+
+mod anomalies;
+mod compare;
+mod draw;
+mod grid;
+mod heat;
+mod lanes;
+mod overview;
 
 use std::collections::BTreeMap;
 
-use memscope_fleet::{OutlierRule, Overview, RankReport};
+use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
-use memscope_protocol::Request;
+use memscope_protocol::{Axis, Request, Source};
+use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::{format_bytes, format_count};
-use web_sys::HtmlElement;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
-use crate::app::App;
-use crate::dom::{append, attr, by_id, clear, el, el_text};
+use crate::app::{App, RankState, Shared};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
 
-/// Reports received, by rank key.
+/// Allocation ids listed as buttons in the selection bar (the count is always exact).
+const SELECTION_CHIPS: usize = 40;
+
+/// Everything the fleet view knows.
 #[derive(Default)]
 pub struct Fleet {
+    /// Reports received, by rank key (one per device).
     reports: BTreeMap<u32, Vec<RankReport>>,
+    /// The path each rank is named by in results.
+    paths: BTreeMap<u32, String>,
+    /// Whether the Fleet view (not the Rank view) is shown.
+    shown: bool,
+    /// The reports combined, in rank order.
+    combined: Option<Combined>,
+    /// What `combined` was made from: (rank key, state) of every rank.
+    signature: Vec<(u32, u8)>,
+    /// Request numbers for heatmap and compare questions.
+    next_id: u32,
+    overview: overview::State,
+    heat: heat::State,
+    lanes: lanes::State,
+    compare: compare::State,
+    grid: grid::State,
+    /// The allocations picked from a fleet view, listed above the timeline.
+    selection: Option<Selection>,
+}
+
+impl Fleet {
+    /// A fresh request number.
+    fn next_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+/// Every reported (rank, device), combined.
+pub struct Combined {
+    /// Overview, anomalies and phase lanes.
+    pub report: FleetReport,
+    /// The (rank key, device) of each row of `report.overview`.
+    pub who: Vec<(u32, i32)>,
+    /// The facts of each row.
+    pub facts: Vec<RankFacts>,
+    /// Paths of the files that could not be read.
+    pub failed: Vec<String>,
+}
+
+impl Combined {
+    /// The row of a rank id.
+    pub fn row_of(&self, id: &RankId) -> Option<usize> {
+        self.facts.iter().position(|f| &f.id == id)
+    }
+
+    /// The (rank key, device) of a rank id.
+    pub fn key_of(&self, id: &RankId) -> Option<(u32, i32)> {
+        self.row_of(id).map(|i| self.who[i])
+    }
+}
+
+/// A span of one rank's trace to show.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Window {
+    /// Absolute clock, µs since the epoch.
+    Time {
+        /// First µs.
+        start_us: i64,
+        /// Last µs.
+        end_us: i64,
+    },
+    /// Trace entry offsets.
+    Entries {
+        /// First offset.
+        start: i64,
+        /// Last offset.
+        end: i64,
+    },
+}
+
+impl Window {
+    /// A window around a moment of a rank: ±1/40 of its trace, at least 1 ms or 20
+    /// entries either side.
+    pub fn around(facts: &RankFacts, time_us: Option<i64>, offset: Option<u64>) -> Option<Window> {
+        if let Some(t) = time_us {
+            let span = match (facts.first_time_us, facts.last_time_us) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            };
+            let half = (span / 40).max(1_000);
+            return Some(Window::Time {
+                start_us: t.saturating_sub(half),
+                end_us: t.saturating_add(half),
+            });
+        }
+        let o = i64::try_from(offset?).unwrap_or(i64::MAX);
+        let half = (i64::try_from(facts.events).unwrap_or(i64::MAX) / 40).max(20);
+        Some(Window::Entries {
+            start: o.saturating_sub(half),
+            end: o.saturating_add(half),
+        })
+    }
+}
+
+/// A rank, a moment and allocations to show.
+pub struct Target {
+    /// Which rank.
+    pub key: u32,
+    /// Which device.
+    pub device: i32,
+    /// Where to zoom (the whole trace when `None`).
+    pub window: Option<Window>,
+    /// Allocations to select; the first is selected at once.
+    pub ids: Vec<u32>,
+    /// How many allocations there are in all (`ids` may be the first ones).
+    pub total_ids: u64,
+    /// What they are, for the selection bar.
+    pub label: String,
+}
+
+/// The allocations listed above the timeline.
+struct Selection {
+    key: u32,
+    device: i32,
+    ids: Vec<u32>,
+    total_ids: u64,
+    label: String,
+}
+
+/// Shows a target on the Rank view: activates the rank, zooms, selects.
+pub fn focus(app: &mut App, target: Target) {
+    set_view(app, false);
+    app.activate(target.key, target.device, true);
+    if app.active != Some((target.key, target.device)) {
+        return;
+    }
+    if let Some(w) = target.window {
+        zoom_to_window(app, w);
+    }
+    app.fleet.selection = (!target.ids.is_empty()).then(|| Selection {
+        key: target.key,
+        device: target.device,
+        ids: target.ids.clone(),
+        total_ids: target.total_ids.max(target.ids.len() as u64),
+        label: target.label.clone(),
+    });
+    if let Some(&id) = target.ids.first() {
+        app.select(id);
+    }
+    render_selection(app);
+}
+
+/// Zooms the timeline of the active device to a window (kept as is when the window's
+/// kind does not match the timeline's axis).
+fn zoom_to_window(app: &mut App, w: Window) {
+    let Some(t) = app.timeline.as_mut() else {
+        return;
+    };
+    let Some((_, _, info)) = &t.device else {
+        return;
+    };
+    let (x0, x1) = match (w, t.view.axis) {
+        (Window::Time { start_us, end_us }, Axis::Time) => (
+            start_us as f64 - info.start_time_us,
+            end_us as f64 - info.start_time_us,
+        ),
+        (Window::Entries { start, end }, Axis::Events) => (start as f64, end as f64 + 1.0),
+        _ => return,
+    };
+    let (y0, y1) = (t.view.y0, t.view.y1);
+    t.zoom_to(x0, x1.max(x0 + 1.0), y0, y1);
+    app.view_changed();
+}
+
+/// The folder-relative path the browser gives for a file picked from a folder, else
+/// the file name.
+fn given_path(rank: &crate::app::Rank) -> String {
+    let relative = match &rank.source {
+        // `webkitRelativePath` (set for files picked from a folder) is not in web-sys.
+        Some(Source::File(f)) => js_sys::Reflect::get(f, &"webkitRelativePath".into())
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    if relative.is_empty() {
+        rank.name.clone()
+    } else {
+        relative
+    }
+}
+
+/// The path a rank is named by in fleet results ([`given_path`]), made unique.
+fn path_of(app: &App, key: u32) -> String {
+    if let Some(p) = app.fleet.paths.get(&key) {
+        return p.clone();
+    }
+    let Some(rank) = app.ranks.iter().find(|r| r.key == key) else {
+        return String::new();
+    };
+    let path = given_path(rank);
+    if app.fleet.paths.values().any(|p| *p == path) {
+        // The same file (or name) twice: keep both apart.
+        format!("copy {key}/{path}")
+    } else {
+        path
+    }
 }
 
 /// A rank finished loading: ask its worker for its report.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
+    let path = path_of(app, rank_key);
+    app.fleet.paths.insert(rank_key, path.clone());
+    app.fleet.reports.remove(&rank_key);
     app.pool.send(
         slot,
         Request::Fleet {
             rank_key,
-            request: FleetRequest::Report,
+            request: FleetRequest::Report { path },
         },
     );
+    update_status(app);
 }
 
 /// A worker answered.
@@ -34,67 +269,415 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
     match response {
         FleetResponse::Report(reports) => {
             app.fleet.reports.insert(rank_key, reports);
-            render(app);
+            app.fleet.signature.clear();
+            refresh(app);
+            if app.active.is_some_and(|(k, _)| k == rank_key) {
+                lanes::render_rank_lane(app);
+            }
         }
+        FleetResponse::Heat { id, rows } => heat::on_rows(app, rank_key, id, rows),
+        FleetResponse::CompareSide { id, side, data } => compare::on_side(app, id, side, *data),
+        FleetResponse::CompareCurve { id, side, values } => {
+            compare::on_curve(app, id, side, &values)
+        }
+        FleetResponse::Missing { id } => compare::on_missing(app, id),
+    }
+    update_status(app);
+}
+
+/// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
+pub fn on_ranks_changed(app: &mut App) {
+    dom::show(&by_id("view-switch"), !app.ranks.is_empty());
+    refresh(app);
+    update_status(app);
+}
+
+/// A device is shown on the timeline.
+pub fn on_device_shown(app: &mut App) {
+    if app
+        .fleet
+        .selection
+        .as_ref()
+        .is_some_and(|s| app.active != Some((s.key, s.device)))
+    {
+        app.fleet.selection = None;
+    }
+    render_selection(app);
+    lanes::render_rank_lane(app);
+}
+
+/// The timeline's view changed (pan, zoom, fit, resize).
+pub fn on_view_changed(app: &mut App) {
+    lanes::render_rank_lane(app);
+}
+
+fn state_code(state: &RankState) -> u8 {
+    match state {
+        RankState::Queued => 0,
+        RankState::Loading { .. } => 1,
+        RankState::Ready(_) => 2,
+        RankState::Failed(_) => 3,
     }
 }
 
-/// Draws the overview table of every reported (rank, device).
-fn render(app: &App) {
-    let body: HtmlElement = by_id("fleet-overview");
-    clear(&body);
-    let facts: Vec<_> = app
-        .fleet
-        .reports
-        .values()
-        .flatten()
-        .map(|r| r.facts.clone())
+/// Recombines the reports and redraws the fleet panels if anything changed.
+fn refresh(app: &mut App) {
+    let signature: Vec<(u32, u8)> = app
+        .ranks
+        .iter()
+        .map(|r| (r.key, state_code(&r.state)))
         .collect();
-    if facts.is_empty() {
+    if signature == app.fleet.signature {
         return;
     }
-    let overview = Overview::new(&facts, OutlierRule::default());
-    let table = el("table", "fleet-table");
-    attr(&table, "role", "table");
-    let head = el("tr", "");
-    for h in [
-        "rank",
-        "file",
-        "device",
-        "peak allocated",
-        "peak reserved",
-        "events",
-        "OOMs",
-    ] {
-        append(&head, &el_text("th", "", h));
-    }
-    append(&table, &head);
-    for row in &overview.rows {
-        let tr = el("tr", "");
-        attr(&tr, "data-file", &row.id.file);
-        attr(&tr, "data-device", &row.id.device.to_string());
-        if row.outlier {
-            let _ = tr.class_list().add_1("outlier");
+    app.fleet.signature = signature;
+    let mut reports = Vec::new();
+    let mut who = Vec::new();
+    for r in &app.ranks {
+        if !matches!(r.state, RankState::Ready(_)) {
+            continue;
         }
-        let rank = row.id.rank.map_or(String::new(), |r| r.to_string());
-        append(&tr, &el_text("td", "", &rank));
-        append(&tr, &el_text("td", "", &row.id.file));
-        append(&tr, &el_text("td", "", &row.id.device.to_string()));
-        append(
-            &tr,
-            &el_text("td", "num", &format_bytes(row.peak_allocated_bytes)),
+        for report in app.fleet.reports.get(&r.key).into_iter().flatten() {
+            who.push((r.key, report.facts.id.device));
+            reports.push(report.clone());
+        }
+    }
+    let failed: Vec<String> = app
+        .ranks
+        .iter()
+        .filter(|r| matches!(r.state, RankState::Failed(_)))
+        .map(|r| {
+            app.fleet
+                .paths
+                .get(&r.key)
+                .cloned()
+                .unwrap_or_else(|| given_path(r))
+        })
+        .collect();
+    let facts = reports.iter().map(|r| r.facts.clone()).collect();
+    let report = FleetReport::new(reports, &Thresholds::default());
+    app.fleet.combined = Some(Combined {
+        report,
+        who,
+        facts,
+        failed,
+    });
+    render_all(app);
+    heat::maybe_request(app);
+}
+
+/// Redraws every fleet panel from the combined reports.
+fn render_all(app: &mut App) {
+    overview::render(app);
+    anomalies::render(app);
+    heat::render_controls(app);
+    heat::render(app);
+    lanes::render_controls(app);
+    lanes::render(app);
+    compare::render(app);
+    grid::render(app);
+}
+
+/// Whether every loaded rank has reported and nothing is loading.
+fn all_reported(app: &App) -> bool {
+    app.ranks.iter().all(|r| match r.state {
+        RankState::Queued | RankState::Loading { .. } => false,
+        RankState::Ready(_) => app.fleet.reports.contains_key(&r.key),
+        RankState::Failed(_) => true,
+    })
+}
+
+/// `#fleet[data-status]`: `empty`, `loading` (ranks or reports on their way), `ready`
+/// (every panel drawn from every loaded rank).
+fn update_status(app: &App) {
+    let status = if app.ranks.is_empty() {
+        "empty"
+    } else if !all_reported(app) || !app.fleet.heat.settled() {
+        "loading"
+    } else {
+        "ready"
+    };
+    attr(&by_id::<Element>("fleet"), "data-status", status);
+}
+
+/// Shows the Fleet view (`true`) or the Rank view.
+fn set_view(app: &mut App, fleet: bool) {
+    if app.fleet.shown == fleet {
+        return;
+    }
+    app.fleet.shown = fleet;
+    let switch: HtmlElement = by_id("view-switch");
+    if let Some(view) = switch.parent_element() {
+        attr(&view, "data-view", if fleet { "fleet" } else { "rank" });
+    }
+    for (id, on) in [("view-rank", !fleet), ("view-fleet", fleet)] {
+        let tab: HtmlElement = by_id(id);
+        attr(&tab, "aria-selected", if on { "true" } else { "false" });
+        attr(&tab, "tabindex", if on { "0" } else { "-1" });
+    }
+    if fleet {
+        heat::render(app);
+        lanes::render(app);
+        compare::render_curves(app);
+    } else {
+        // The timeline's canvas had no size while hidden.
+        app.view_changed();
+    }
+}
+
+/// The selection bar above the timeline.
+fn render_selection(app: &App) {
+    let bar: HtmlElement = by_id("fleet-selection");
+    clear(&bar);
+    let Some(s) = &app.fleet.selection else {
+        dom::show(&bar, false);
+        return;
+    };
+    dom::show(&bar, true);
+    let selected = app.timeline.as_ref().map_or(NO_ID, |t| t.selected);
+    let head = el_text(
+        "span",
+        "selection-label",
+        &format!(
+            "{}: {} allocation{}",
+            s.label,
+            format_count(s.total_ids),
+            if s.total_ids == 1 { "" } else { "s" }
+        ),
+    );
+    append(&bar, &head);
+    for &id in s.ids.iter().take(SELECTION_CHIPS) {
+        let chip = el_text("button", "chip", &format!("#{id}"));
+        attr(&chip, "type", "button");
+        attr(&chip, "data-action", "select-id");
+        attr(&chip, "data-id", &id.to_string());
+        attr(
+            &chip,
+            "aria-pressed",
+            if id == selected { "true" } else { "false" },
         );
+        attr(&chip, "title", &format!("Select allocation #{id}"));
+        append(&bar, &chip);
+    }
+    let listed = s.ids.len().min(SELECTION_CHIPS) as u64;
+    if s.total_ids > listed {
         append(
-            &tr,
+            &bar,
             &el_text(
-                "td",
-                "num",
-                &format_bytes(u64::try_from(row.peak_reserved_bytes).unwrap_or(0)),
+                "span",
+                "hint",
+                &format!("and {} more", format_count(s.total_ids - listed)),
             ),
         );
-        append(&tr, &el_text("td", "num", &format_count(row.events)));
-        append(&tr, &el_text("td", "num", &format_count(row.ooms)));
-        append(&table, &tr);
     }
-    append(&body, &table);
+    let close = el_text("button", "chip close", "×");
+    attr(&close, "type", "button");
+    attr(&close, "data-action", "selection-close");
+    attr(&close, "aria-label", "Clear this list");
+    append(&bar, &close);
+}
+
+/// The element with a `data-action` at or above an event's target.
+fn action_target(e: &Event) -> Option<Element> {
+    let target: Element = e.target()?.dyn_into().ok()?;
+    target.closest("[data-action]").ok().flatten()
+}
+
+/// A data attribute parsed.
+fn data<T: std::str::FromStr>(e: &Element, name: &str) -> Option<T> {
+    e.get_attribute(name)?.parse().ok()
+}
+
+/// Wires the view switch and the fleet panels' controls (once, at start).
+pub fn wire(app: &Shared) {
+    attr(&by_id::<Element>("workspace"), "role", "tabpanel");
+    for (id, fleet) in [("view-rank", false), ("view-fleet", true)] {
+        let app = app.clone();
+        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
+            set_view(&mut app.borrow_mut(), fleet)
+        });
+    }
+    {
+        let app = app.clone();
+        on(
+            &by_id::<HtmlElement>("view-switch"),
+            "keydown",
+            move |e: KeyboardEvent| {
+                if !matches!(
+                    e.key().as_str(),
+                    "ArrowLeft" | "ArrowRight" | "Home" | "End"
+                ) {
+                    return;
+                }
+                e.prevent_default();
+                let fleet = match e.key().as_str() {
+                    "Home" => false,
+                    "End" => true,
+                    _ => !app.borrow().fleet.shown,
+                };
+                set_view(&mut app.borrow_mut(), fleet);
+                let id = if fleet { "view-fleet" } else { "view-rank" };
+                let _ = by_id::<HtmlElement>(id).focus();
+            },
+        );
+    }
+    let root: HtmlElement = by_id("fleet");
+    {
+        let app = app.clone();
+        on(&root, "click", move |e: MouseEvent| {
+            if let Some(target) = action_target(&e) {
+                act(&mut app.borrow_mut(), &target, "click");
+            }
+        });
+    }
+    {
+        let app = app.clone();
+        on(&root, "keydown", move |e: KeyboardEvent| {
+            if e.key() != "Enter" && e.key() != " " {
+                return;
+            }
+            let Some(target) = action_target(&e) else {
+                return;
+            };
+            // Buttons and form controls handle their own keys.
+            if matches!(target.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT") {
+                return;
+            }
+            e.prevent_default();
+            act(&mut app.borrow_mut(), &target, "click");
+        });
+    }
+    {
+        let app = app.clone();
+        on(&root, "change", move |e: Event| {
+            if let Some(target) = action_target(&e) {
+                act(&mut app.borrow_mut(), &target, "change");
+            }
+        });
+    }
+    {
+        let app = app.clone();
+        on(
+            &by_id::<HtmlElement>("phases"),
+            "click",
+            move |e: MouseEvent| {
+                let Some(target) = action_target(&e) else {
+                    return;
+                };
+                let mut app = app.borrow_mut();
+                match target.get_attribute("data-action").as_deref() {
+                    Some("phase") => lanes::on_rank_lane_click(&mut app, &target),
+                    Some("select-id") => {
+                        if let Some(id) = data::<u32>(&target, "data-id") {
+                            app.select(id);
+                            render_selection(&app);
+                        }
+                    }
+                    Some("selection-close") => {
+                        app.fleet.selection = None;
+                        render_selection(&app);
+                    }
+                    _ => {}
+                }
+            },
+        );
+    }
+    // Choosing a device in the rank list shows its timeline.
+    {
+        let app = app.clone();
+        let ranks: HtmlElement = by_id("ranks");
+        let show_rank = move |e: &Event| {
+            let on_device = e
+                .target()
+                .and_then(|t| t.dyn_into::<Element>().ok())
+                .and_then(|t| t.closest(".device").ok().flatten())
+                .is_some();
+            if on_device {
+                set_view(&mut app.borrow_mut(), false);
+            }
+        };
+        let on_key = show_rank.clone();
+        on(&ranks, "click", move |e: MouseEvent| show_rank(&e));
+        on(&ranks, "keydown", move |e: KeyboardEvent| {
+            if e.key() == "Enter" || e.key() == " " {
+                on_key(&e);
+            }
+        });
+    }
+    heat::wire(app);
+    lanes::wire(app);
+    {
+        let app = app.clone();
+        on(&dom::window(), "resize", move |_: Event| {
+            let mut app = app.borrow_mut();
+            if app.fleet.shown {
+                heat::render(&app);
+                lanes::render(&app);
+                compare::render_curves(&app);
+            } else {
+                lanes::render_rank_lane(&mut app);
+            }
+        });
+    }
+}
+
+/// Runs the action an element names (`event` is `click` or `change`).
+fn act(app: &mut App, target: &Element, event: &str) {
+    let Some(action) = target.get_attribute("data-action") else {
+        return;
+    };
+    match (action.as_str(), event) {
+        ("sort-overview", "click") => overview::on_sort(app, target),
+        ("focus-rank", "click") => overview::on_focus(app, target),
+        ("anomaly-show", "click") => anomalies::on_show(app, target),
+        ("anomaly-heat", "click") => anomalies::on_heat(app, target),
+        ("heat-site", "change") => heat::on_site(app, target),
+        ("lanes-name", "change") => lanes::on_name(app, target),
+        ("grid-option", "change") => grid::on_option(app, target),
+        ("compare-run", "click") => compare::run(app),
+        ("compare-option", "change") => compare::on_option(app, target),
+        ("compare-sort", "click") => compare::on_sort(app, target),
+        ("compare-more", "click") => compare::on_more(app),
+        ("compare-select", "click") => compare::on_select(app, target),
+        _ => {}
+    }
+}
+
+/// Bytes with the exact count on hover.
+fn bytes_cell(tag: &str, class: &str, bytes: u64) -> HtmlElement {
+    let cell = el_text(tag, class, &format_bytes(bytes));
+    attr(&cell, "title", &format!("{} bytes", format_count(bytes)));
+    cell
+}
+
+/// A sortable column header: a button naming the column, `aria-sort` on the cell.
+fn sort_header(label: &str, action: &str, col: &str, sorted: Option<bool>) -> HtmlElement {
+    let th = el("th", "");
+    attr(&th, "scope", "col");
+    attr(
+        &th,
+        "aria-sort",
+        match sorted {
+            Some(true) => "descending",
+            Some(false) => "ascending",
+            None => "none",
+        },
+    );
+    let arrow = match sorted {
+        Some(true) => " ▼",
+        Some(false) => " ▲",
+        None => "",
+    };
+    let button = el_text("button", "sort", &format!("{label}{arrow}"));
+    attr(&button, "type", "button");
+    attr(&button, "data-action", action);
+    attr(&button, "data-col", col);
+    attr(&button, "title", &format!("Sort by {label}"));
+    append(&th, &button);
+    th
+}
+
+/// The label of a row for people: `rank 3`, or the file name (and device).
+fn who_label(id: &RankId) -> String {
+    id.display()
 }

@@ -7,12 +7,15 @@
 //! one [`app::App`] shared by the event handlers.
 
 mod app;
+mod chrome;
 mod dom;
+mod export;
 mod files;
 mod fleet;
 mod lenses;
 mod panel;
 mod pool;
+mod share;
 mod timeline;
 
 use std::cell::{Cell, RefCell};
@@ -54,20 +57,20 @@ fn main() {
     wire_loading(&app);
     wire_timeline(&app);
     wire_panel(&app);
+    fleet::wire(&app);
     expose_for_automation(&app);
+    lenses::wire(&app);
+    lenses::expose(&app);
     // Two workers get ready while the page waits for files.
     app.borrow_mut().pool.warm(2);
-    if dom::window()
-        .location()
-        .hash()
-        .is_ok_and(|h| h == "#example")
-    {
-        load_example(&app);
-    }
+    chrome::install(&app);
+    export::install(&app);
     dom::set_status("empty");
+    share::install(&app);
 }
 
-fn load_example(app: &Shared) {
+/// Opens the bundled example.
+pub(crate) fn load_example(app: &Shared) {
     let url = web_sys::Url::new_with_base(
         EXAMPLE,
         &dom::document()

@@ -7,11 +7,37 @@ use gloo_worker::{Spawnable, WorkerBridge};
 use memscope_protocol::{Codec, Request, Response};
 use memscope_worker::RankWorker;
 
+use wasm_bindgen::JsValue;
+
 use crate::dom;
 
-/// The loader shim Trunk writes for the worker bundle. Relative, so it resolves against
-/// `<base>` when the app is served from a sub-path.
-const WORKER_SCRIPT: &str = "memscope-worker_loader.js";
+/// The worker's scripts, relative to the page (so a sub-path works): the crash reporter
+/// (web/worker-crash.js), the worker bundle (no-modules wasm-bindgen output) and its wasm.
+const WORKER_FILES: [&str; 3] = [
+    "worker-crash.js",
+    "memscope-worker.js",
+    "memscope-worker_bg.wasm",
+];
+
+/// A blob: script starting a worker: imports the crash reporter and the bundle, then
+/// instantiates the wasm. A blob: worker inherits the page's Content-Security-Policy, so
+/// a worker may connect nowhere the page may not.
+fn loader_url() -> Result<String, JsValue> {
+    let base = dom::document().base_uri()?.unwrap_or_default();
+    let url = |file: &str| web_sys::Url::new_with_base(file, &base).map(|u| u.href());
+    let [crash, bundle, wasm] = WORKER_FILES;
+    let script = format!(
+        "importScripts({:?}, {:?}); wasm_bindgen({{ module_or_path: {:?} }});",
+        url(crash)?,
+        url(bundle)?,
+        url(wasm)?
+    );
+    let parts = js_sys::Array::of1(&script.into());
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("text/javascript");
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options)?;
+    web_sys::Url::create_object_url_with_blob(&blob)
+}
 
 /// One worker.
 struct Slot {
@@ -25,6 +51,8 @@ pub type OnResponse = Rc<dyn Fn(usize, Response)>;
 
 /// The pool.
 pub struct Pool {
+    /// The blob: URL of the worker loader.
+    loader: String,
     slots: Vec<Slot>,
     on_response: OnResponse,
     max: usize,
@@ -40,6 +68,7 @@ impl Pool {
             2
         };
         Pool {
+            loader: loader_url().unwrap_or_default(),
             slots: Vec::new(),
             on_response,
             max: max.clamp(1, 16),
@@ -53,7 +82,7 @@ impl Pool {
             .callback(move |response| on_response(index, response))
             .with_loader(true)
             .as_module(false)
-            .spawn(WORKER_SCRIPT)
+            .spawn(&self.loader)
     }
 
     /// Starts `n` workers ahead of need (at most the pool's size), so compiling the

@@ -39,6 +39,8 @@ pub struct Timeline {
     pub selected: u32,
     /// Frames drawn (for tests and the bench).
     pub frames: u32,
+    /// Allocations the linked views highlight (search matches); the rest are dimmed.
+    pub highlight: Option<std::rc::Rc<std::collections::HashSet<u32>>>,
 }
 
 impl Timeline {
@@ -74,6 +76,7 @@ impl Timeline {
             hovered: NO_ID,
             selected: NO_ID,
             frames: 0,
+            highlight: None,
         })
     }
 
@@ -233,7 +236,7 @@ impl Timeline {
                 return;
             }
         }
-        let render = memscope_render::Strips::from_parts(
+        let mut render = memscope_render::Strips::from_parts(
             strips.view,
             strips.origin_x,
             strips.origin_y,
@@ -241,8 +244,44 @@ impl Timeline {
             strips.colors.to_vec(),
             strips.ids.to_vec(),
         );
+        render.lines = strips.lines.to_vec();
+        render.line_strips = strips.line_strips.clone();
+        let colors = self.shaded(&render);
         self.renderer
-            .set_bands(&self.gl, &render.rects, &render.colors, &render.ids);
+            .set_bands(&self.gl, &render.rects, &colors, &render.ids);
+        self.upload_lines(&render);
+        self.shown = Some(Shown {
+            request: strips.request,
+            view: strips.view,
+            strips: render,
+            peak: strips.peak,
+            legend: strips.legend,
+        });
+    }
+
+    /// The strips' colours with the allocations outside the highlight dimmed.
+    fn shaded(&self, strips: &memscope_render::Strips) -> Vec<u32> {
+        let set = self.highlight.as_deref();
+        strips
+            .colors
+            .iter()
+            .zip(&strips.ids)
+            .map(|(&c, &id)| crate::lenses::highlighted(c, id, set))
+            .collect()
+    }
+
+    /// Highlights `set` (`None`: nothing dimmed); call `draw` after.
+    pub fn set_highlight(&mut self, set: Option<std::rc::Rc<std::collections::HashSet<u32>>>) {
+        self.highlight = set;
+        if let Some(shown) = &self.shown {
+            let colors = self.shaded(&shown.strips);
+            let s = &shown.strips;
+            self.renderer.set_bands(&self.gl, &s.rects, &colors, &s.ids);
+        }
+    }
+
+    /// Uploads the overlay lines in the theme's colours.
+    fn upload_lines(&mut self, strips: &memscope_render::Strips) {
         let theme = if dark_theme() {
             Theme::Dark
         } else {
@@ -254,14 +293,16 @@ impl Timeline {
             .map(|l| (l.first as i32, l.count as i32, overlay_color(l.kind, theme)))
             .collect();
         self.renderer
-            .set_lines(&self.gl, &strips.lines.to_vec(), line_strips);
-        self.shown = Some(Shown {
-            request: strips.request,
-            view: strips.view,
-            strips: render,
-            peak: strips.peak,
-            legend: strips.legend,
-        });
+            .set_lines(&self.gl, &strips.lines, line_strips);
+    }
+
+    /// The theme changed: recolour the overlays and redraw.
+    pub fn retheme(&mut self) {
+        if let Some(shown) = self.shown.take() {
+            self.upload_lines(&shown.strips);
+            self.shown = Some(shown);
+        }
+        self.draw();
     }
 
     /// Whether the shown strips were laid out for a different view than the current one.

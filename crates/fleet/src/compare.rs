@@ -15,6 +15,14 @@
 //! key). A row is [`Change::Added`] when the site has no allocation at all on side A,
 //! [`Change::Removed`] when none on side B, else grown/shrunk by bytes at the peak, then
 //! by allocation count; [`Change::Same`] if both agree.
+//!
+//! **Apart.** [`compare`] needs both snapshots in one place. In the browser each rank
+//! lives in its own worker, so the work splits where the data is: each side makes its
+//! [`CompareSide`] (facts, span on the relative axis, call-site table) with
+//! [`compare_side`]; whoever holds both sides picks the shared axis ([`curve_axis`]);
+//! each side bins its curve on it ([`side_curve`]); [`combine`] makes the
+//! [`Comparison`]. Only `use_time` (both sides have a clock) must be known first.
+//! [`compare`] is exactly these steps.
 
 use std::cmp::Ordering;
 
@@ -300,6 +308,10 @@ fn side_info(model: &RankModel, align: &Align, use_time: bool) -> SideInfo {
 }
 
 /// Compares side A (`snap_a`, `a`) with side B, curves in `bins` bins.
+///
+/// The same result as the split form ([`compare_side`] on each side, [`curve_axis`],
+/// [`side_curve`] on each side, [`combine`]), which the browser uses when the two sides
+/// live in different workers.
 pub fn compare(
     snap_a: &Snapshot,
     a: &RankModel,
@@ -309,22 +321,158 @@ pub fn compare(
     bins: u32,
 ) -> Comparison {
     let use_time = a.timeline.has_time() && b.timeline.has_time();
-    let (info_a, info_b) = (side_info(a, align, use_time), side_info(b, align, use_time));
-    let curves = curves(a, &info_a, b, &info_b, use_time, bins);
+    let side_a = compare_side(snap_a, a, align, use_time);
+    let side_b = compare_side(snap_b, b, align, use_time);
+    let axis = curve_axis(&side_a, &side_b, use_time, bins);
+    let curves = Curves {
+        a: side_curve(a, side_a.info.zero, use_time, &axis),
+        b: side_curve(b, side_b.info.zero, use_time, &axis),
+        axis,
+    };
+    combine(side_a, side_b, align, curves)
+}
 
-    let (sa, sb) = (side_sites(snap_a, a), side_sites(snap_b, b));
-    let mut keys: Vec<&String> = sa.by_key.keys().chain(sb.by_key.keys()).collect();
+/// A full stack's figures on one side.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackFigure {
+    /// [`stack_key`] of the stack.
+    pub key: String,
+    /// Bytes live at the side's peak.
+    pub bytes_at_peak: u64,
+    /// Allocations over the whole side.
+    pub allocations: u64,
+}
+
+/// One call site on one side.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideSite {
+    /// The call site.
+    pub site: Site,
+    /// Its figures.
+    pub side: SiteSide,
+    /// Its full stacks, by key ascending.
+    pub stacks: Vec<StackFigure>,
+}
+
+/// What one side contributes to a comparison, computed where its snapshot lives: the
+/// side's facts, where its curve starts and ends on the relative axis, and its call-site
+/// table. Small and serializable, so two workers can each send theirs and the page
+/// [`combine`]s them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompareSide {
+    /// The side's facts and its zero.
+    pub info: SideInfo,
+    /// Whether its entries carry a clock.
+    pub has_time: bool,
+    /// Relative positions of its first and last entries (`None` without entries).
+    pub span: Option<(i64, i64)>,
+    /// Per call site, by site key ascending.
+    pub sites: Vec<SideSite>,
+}
+
+/// Relative position of entry `k` of `model` for a side whose zero is `zero`.
+fn relative_position(model: &RankModel, zero: i64, use_time: bool, k: usize) -> i64 {
+    if use_time {
+        model
+            .timeline
+            .time_us
+            .get(k)
+            .copied()
+            .unwrap_or(zero)
+            .saturating_sub(zero)
+    } else {
+        (k as i64).saturating_sub(zero)
+    }
+}
+
+/// One side of a comparison under `align`. `use_time` must be the same for both sides:
+/// whether *both* have a clock (else entry order is the axis).
+pub fn compare_side(
+    snap: &Snapshot,
+    model: &RankModel,
+    align: &Align,
+    use_time: bool,
+) -> CompareSide {
+    let info = side_info(model, align, use_time);
+    let n = model.timeline.len();
+    let span = (n > 0).then(|| {
+        (
+            relative_position(model, info.zero, use_time, 0),
+            relative_position(model, info.zero, use_time, n - 1),
+        )
+    });
+    let mut sites: Vec<SideSite> = side_sites(snap, model)
+        .by_key
+        .into_values()
+        .map(|(site, side, stacks)| {
+            let mut stacks: Vec<StackFigure> = stacks
+                .into_iter()
+                .map(|(key, (bytes_at_peak, allocations))| StackFigure {
+                    key,
+                    bytes_at_peak,
+                    allocations,
+                })
+                .collect();
+            stacks.sort_by(|x, y| x.key.cmp(&y.key));
+            SideSite { site, side, stacks }
+        })
+        .collect();
+    sites.sort_by(|x, y| x.site.key.cmp(&y.site.key));
+    CompareSide {
+        info,
+        has_time: model.timeline.has_time(),
+        span,
+        sites,
+    }
+}
+
+/// The relative axis of both curves: the union of the two sides' spans, in `bins` bins.
+pub fn curve_axis(a: &CompareSide, b: &CompareSide, use_time: bool, bins: u32) -> Axis {
+    let spans: Vec<(i64, i64)> = [a.span, b.span].into_iter().flatten().collect();
+    let lo = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let hi = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    let kind = if use_time {
+        AxisKind::TimeUs
+    } else {
+        AxisKind::Events
+    };
+    Axis::new(kind, lo, hi, bins)
+}
+
+/// The allocated bytes of `model` on the relative `axis` (maximum per bin), for a side
+/// whose zero is `zero` ([`SideInfo::zero`]).
+pub fn side_curve(model: &RankModel, zero: i64, use_time: bool, axis: &Axis) -> Vec<Option<u64>> {
+    bin_max(
+        &model.timeline.allocated,
+        model.timeline.initial_allocated,
+        |k| relative_position(model, zero, use_time, k),
+        axis,
+    )
+}
+
+/// The comparison of two sides made apart ([`compare_side`], [`side_curve`]).
+pub fn combine(a: CompareSide, b: CompareSide, align: &Align, curves: Curves) -> Comparison {
+    type Entry<'a> = &'a SideSite;
+    let index = |side: &CompareSide| -> FxHashMap<String, usize> {
+        side.sites
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.site.key.clone(), i))
+            .collect()
+    };
+    let (ia, ib) = (index(&a), index(&b));
+    let mut keys: Vec<&String> = ia.keys().chain(ib.keys()).collect();
     keys.sort_unstable();
     keys.dedup();
     let mut rows = Vec::with_capacity(keys.len());
     for key in keys {
-        let ea = sa.by_key.get(key);
-        let eb = sb.by_key.get(key);
-        let Some(site) = ea.or(eb).map(|e| e.0.clone()) else {
+        let ea: Option<Entry> = ia.get(key).map(|&i| &a.sites[i]);
+        let eb: Option<Entry> = ib.get(key).map(|&i| &b.sites[i]);
+        let Some(site) = ea.or(eb).map(|e| e.site.clone()) else {
             continue;
         };
-        let side_a = ea.map(|e| e.1.clone()).unwrap_or_default();
-        let side_b = eb.map(|e| e.1.clone()).unwrap_or_default();
+        let side_a = ea.map(|e| e.side.clone()).unwrap_or_default();
+        let side_b = eb.map(|e| e.side.clone()).unwrap_or_default();
         let change = match (ea, eb) {
             (None, _) => Change::Added,
             (_, None) => Change::Removed,
@@ -340,20 +488,20 @@ pub fn compare(
         };
         let mut stacks: FxHashMap<&String, StackRow> = FxHashMap::default();
         for (e, is_a) in [(ea, true), (eb, false)] {
-            for (k, &(bytes, count)) in e.map(|e| &e.2).into_iter().flatten() {
-                let row = stacks.entry(k).or_insert_with(|| StackRow {
-                    key: k.clone(),
+            for st in e.map(|e| &e.stacks).into_iter().flatten() {
+                let row = stacks.entry(&st.key).or_insert_with(|| StackRow {
+                    key: st.key.clone(),
                     a_bytes: 0,
                     b_bytes: 0,
                     a_allocations: 0,
                     b_allocations: 0,
                 });
                 if is_a {
-                    row.a_bytes = row.a_bytes.saturating_add(bytes);
-                    row.a_allocations += count;
+                    row.a_bytes = row.a_bytes.saturating_add(st.bytes_at_peak);
+                    row.a_allocations += st.allocations;
                 } else {
-                    row.b_bytes = row.b_bytes.saturating_add(bytes);
-                    row.b_allocations += count;
+                    row.b_bytes = row.b_bytes.saturating_add(st.bytes_at_peak);
+                    row.b_allocations += st.allocations;
                 }
             }
         }
@@ -380,56 +528,10 @@ pub fn compare(
     }
     sort_sites(&mut rows, SortKey::AbsDelta, true);
     Comparison {
-        a: info_a,
-        b: info_b,
+        a: a.info,
+        b: b.info,
         align: align.clone(),
         curves,
         sites: rows,
-    }
-}
-
-fn curves(
-    a: &RankModel,
-    ia: &SideInfo,
-    b: &RankModel,
-    ib: &SideInfo,
-    use_time: bool,
-    bins: u32,
-) -> Curves {
-    let position = |m: &RankModel, zero: i64, k: usize| -> i64 {
-        if use_time {
-            m.timeline.time_us[k].saturating_sub(zero)
-        } else {
-            (k as i64).saturating_sub(zero)
-        }
-    };
-    let span = |m: &RankModel, zero: i64| -> Option<(i64, i64)> {
-        let n = m.timeline.len();
-        (n > 0).then(|| (position(m, zero, 0), position(m, zero, n - 1)))
-    };
-    let spans: Vec<(i64, i64)> = [span(a, ia.zero), span(b, ib.zero)]
-        .into_iter()
-        .flatten()
-        .collect();
-    let lo = spans.iter().map(|s| s.0).min().unwrap_or(0);
-    let hi = spans.iter().map(|s| s.1).max().unwrap_or(0);
-    let kind = if use_time {
-        AxisKind::TimeUs
-    } else {
-        AxisKind::Events
-    };
-    let axis = Axis::new(kind, lo, hi, bins);
-    let curve = |m: &RankModel, zero: i64| {
-        bin_max(
-            &m.timeline.allocated,
-            m.timeline.initial_allocated,
-            |k| position(m, zero, k),
-            &axis,
-        )
-    };
-    Curves {
-        a: curve(a, ia.zero),
-        b: curve(b, ib.zero),
-        axis,
     }
 }

@@ -72,7 +72,10 @@ use memscope_snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
 pub use anomaly::{outlier_anomalies, rank_anomalies, Anomaly, AnomalyKind, Evidence, Thresholds};
-pub use compare::{compare, sort_sites, Align, Change, Comparison, SiteDiff, SortKey};
+pub use compare::{
+    combine, compare, compare_side, curve_axis, side_curve, sort_sites, Align, Change, CompareSide,
+    Comparison, Curves, SideInfo, SideSite, SiteDiff, SiteSide, SortKey, StackFigure,
+};
 pub use config::{
     config_grid, parse_settings, run_name, runs_from_ranks, CellStatus, ConfigGrid, Run, RunStatus,
 };

@@ -73,7 +73,13 @@ pub struct RankModel {
 impl RankModel {
     /// Builds the model of `device` of `snap`, loaded from `path`.
     pub fn new(path: &str, snap: &Snapshot, device: i32) -> RankModel {
-        let allocs = Allocations::replay(snap, device);
+        RankModel::from_allocations(path, snap, Allocations::replay(snap, device))
+    }
+
+    /// Builds the model from a replay already made (`Allocations::replay(snap, device)`
+    /// of the same snapshot), e.g. the one a browser worker keeps for drawing.
+    pub fn from_allocations(path: &str, snap: &Snapshot, allocs: Allocations) -> RankModel {
+        let device = allocs.device;
         let timeline = Timeline::new(snap, &allocs);
         let mut sites = SiteTable::new();
         let alloc_site = allocs

@@ -1,16 +1,576 @@
 //! Lens messages: what the page asks a worker about one device for the linked views
 //! below the memory timeline (segments, allocator state, pools, flame graph, call-site
 //! lanes, top allocations, range and point, search, settings).
+//!
+//! Every question names the device in [`crate::Request::Lens`]; answers come back in
+//! [`crate::Response::Lens`] with the request number. Views drawn on a canvas get their
+//! instances as [`LensStrips`]: typed arrays posted with a transfer list (moved, not
+//! copied), as the memory timeline's strips are. Moments are as in
+//! `memscope_analysis` (moment `k + 1` is the state after trace entry `k`).
 
+use js_sys::{Array, Float32Array, Uint32Array};
 use serde::{Deserialize, Serialize};
 
-use memscope_analysis::AllocatorSettings;
+use memscope_analysis::{
+    AllocatorSettings, AllocatorState, Direction, EventRow, OomEvent, PointView, RangeSummary,
+    SearchKind, SortKey, TablePage,
+};
+use memscope_render::{
+    Axis, FlameLabel, FlameOrder, LaneRow, Orientation, RowPlacement, RowsView, SegmentAggregate,
+    SegmentRow, TimelineView,
+};
+
+/// Where "the moment" is.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum At {
+    /// A moment number (clamped to the last).
+    Moment(u32),
+    /// The moment in effect at `x` on `axis` (a click on a timeline).
+    X {
+        /// The axis `x` is on.
+        axis: Axis,
+        /// Axis units (µs since the first entry, or entry index).
+        x: f64,
+    },
+    /// The peak of allocated bytes.
+    Peak,
+}
+
+/// Instanced rectangles (and overlay polylines) of a lens canvas. The arrays are
+/// transferred from the worker. Coordinates as in `memscope_render::Strips`: relative
+/// to `(origin_x, origin_y)`.
+#[derive(Serialize, Deserialize)]
+pub struct LensStrips {
+    /// The grid laid out (x: the timeline's axis units or pixels; y: rows or pixels).
+    pub view: TimelineView,
+    /// What x = 0 stands for.
+    pub origin_x: f64,
+    /// What y = 0 stands for.
+    pub origin_y: f64,
+    /// x0, x1, y0, y1 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub rects: Float32Array,
+    /// RGBA8 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub colors: Uint32Array,
+    /// Allocation (or node) id per instance; `u32::MAX` for aggregates.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub ids: Uint32Array,
+    /// Polyline vertices, x, y pairs (same frame as `rects`).
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub lines: Float32Array,
+    /// The polylines in `lines`: (first vertex, vertex count, RGBA8).
+    pub line_strips: Vec<(u32, u32, u32)>,
+}
+
+impl LensStrips {
+    /// Copies `strips` (and `lines`) into typed arrays, adding their buffers to
+    /// `transfer`.
+    pub fn new(
+        strips: &memscope_render::Strips,
+        lines: &[f32],
+        line_strips: Vec<(u32, u32, u32)>,
+        transfer: &Array,
+    ) -> LensStrips {
+        let out = LensStrips {
+            view: strips.view,
+            origin_x: strips.origin_x,
+            origin_y: strips.origin_y,
+            rects: Float32Array::from(&strips.rects[..]),
+            colors: Uint32Array::from(&strips.colors[..]),
+            ids: Uint32Array::from(&strips.ids[..]),
+            lines: Float32Array::from(lines),
+            line_strips,
+        };
+        transfer.push(&out.rects.buffer());
+        transfer.push(&out.colors.buffer());
+        transfer.push(&out.ids.buffer());
+        transfer.push(&out.lines.buffer());
+        out
+    }
+
+    /// The instances as render strips (in wasm memory, for drawing and hit testing).
+    pub fn to_strips(&self) -> memscope_render::Strips {
+        memscope_render::Strips::from_parts(
+            self.view,
+            self.origin_x,
+            self.origin_y,
+            self.rects.to_vec(),
+            self.colors.to_vec(),
+            self.ids.to_vec(),
+        )
+    }
+}
+
+/// What the flame graph weighs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FlameWeight {
+    /// Bytes live at a moment (the peak by default).
+    Live(At),
+    /// Bytes × lifetime on the timeline's axis.
+    ByteTime,
+}
+
+/// A flame graph question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlameQuery {
+    /// The weighting.
+    pub weight: FlameWeight,
+    /// The timeline's axis (bytes × lifetime counts µs on time, entries on events).
+    pub axis: Axis,
+    /// Top-down or bottom-up.
+    pub orientation: Orientation,
+    /// Left-heavy or stable.
+    pub order: FlameOrder,
+    /// The focused node by identity: its frames from the root.
+    pub focus_path: Vec<u32>,
+    /// The focused node by id, valid when the tree is still generation `.1`.
+    pub focus_node: Option<(u32, u32)>,
+    /// Canvas width in device pixels.
+    pub width_px: u32,
+    /// First depth shown.
+    pub first_depth: u32,
+    /// Depths shown.
+    pub rows: u32,
+    /// Highlight the worker's current search matches.
+    pub highlight_search: bool,
+    /// The selected allocation (`u32::MAX`: none).
+    pub selected: u32,
+    /// How many of the focused node's allocations to list.
+    pub list_limit: u32,
+}
+
+/// The unit of a flame graph's weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FlameUnit {
+    /// Bytes.
+    Bytes,
+    /// Byte·µs (the page shows byte·seconds).
+    ByteMicros,
+    /// Byte·entries (no time in the trace, or the event axis).
+    ByteEntries,
+}
+
+/// One step of the flame graph's breadcrumb.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Crumb {
+    /// The node.
+    pub node: u32,
+    /// `name (file:line)`.
+    pub label: String,
+    /// `filename:line name`.
+    pub full_label: String,
+    /// Its weight.
+    pub total: f64,
+}
+
+/// An aggregate of a flame layout.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlameAggregateInfo {
+    /// Its instance.
+    pub instance: u32,
+    /// How many narrow nodes it merges.
+    pub nodes: u32,
+    /// Their summed weight.
+    pub weight: f64,
+}
+
+/// One allocation in a list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocationItem {
+    /// The allocation.
+    pub id: u32,
+    /// Requested bytes.
+    pub size_bytes: u64,
+    /// Pending free at the moment asked about.
+    pub pending_free: bool,
+    /// Its call site.
+    pub call_site: String,
+}
+
+/// The allocations of the focused flame node.
+#[derive(Serialize, Deserialize)]
+pub struct NodeAllocations {
+    /// How many.
+    pub count: u32,
+    /// Their requested bytes.
+    pub bytes: f64,
+    /// All of them (transferred).
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub ids: Uint32Array,
+    /// The largest, largest first (at most the limit asked for).
+    pub largest: Vec<AllocationItem>,
+}
+
+/// A laid-out flame graph.
+#[derive(Serialize, Deserialize)]
+pub struct FlameAnswer {
+    /// Node rects: x in pixels, y in depths relative to `first_depth`.
+    pub strips: LensStrips,
+    /// Labels of nodes wide enough.
+    pub labels: Vec<FlameLabel>,
+    /// Merged narrow nodes.
+    pub aggregates: Vec<FlameAggregateInfo>,
+    /// The tree's generation (node ids are valid within it).
+    pub generation: u32,
+    /// The focused node.
+    pub focus: u32,
+    /// Its frames from the root (its identity across rebuilds).
+    pub focus_path: Vec<u32>,
+    /// Root to focus.
+    pub breadcrumb: Vec<Crumb>,
+    /// The root's weight.
+    pub total_weight: f64,
+    /// Weight unit.
+    pub unit: FlameUnit,
+    /// The moment weighed (live-at weightings).
+    pub moment: Option<u32>,
+    /// Its time, µs since the first entry.
+    pub time_us: Option<i64>,
+    /// The deepest depth.
+    pub max_depth: u32,
+    /// Nodes in the tree.
+    pub nodes: u32,
+    /// The selected allocation's node, root first (empty: not in the tree).
+    pub selected_path: Vec<u32>,
+    /// The first depth laid out.
+    pub first_depth: u32,
+    /// The focused node's allocations (when it is not the root).
+    pub focus_allocations: Option<NodeAllocations>,
+    /// Worker milliseconds.
+    pub worker_ms: f64,
+}
+
+/// One flame node, for hover.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlameNodeInfo {
+    /// The node.
+    pub node: u32,
+    /// `name (file:line)`.
+    pub label: String,
+    /// `filename:line name`.
+    pub full_label: String,
+    /// Its subtree's weight.
+    pub total: f64,
+    /// Its own weight.
+    pub self_weight: f64,
+    /// The root's weight.
+    pub root_total: f64,
+    /// Allocations under it.
+    pub allocations: u32,
+}
+
+/// A private pool on one stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolInfo {
+    /// `segment_pool_id`.
+    pub pool_id: (i64, i64),
+    /// The stream.
+    pub stream: u64,
+    /// Σ segment sizes at the snapshot.
+    pub snapshot_reserved_bytes: u64,
+    /// Reserved at the start of the window.
+    pub initial_reserved_bytes: i64,
+    /// The envelope's maximum.
+    pub peak_bytes: u64,
+    /// Allocations in the pool.
+    pub allocations: u32,
+}
+
+/// An OOM entry and where it sits on both axes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OomMark {
+    /// The entry.
+    pub oom: OomEvent,
+    /// x on the time axis.
+    pub x_time: f64,
+    /// x on the event axis.
+    pub x_events: f64,
+}
+
+/// A call site and its colour.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SiteInfo {
+    /// The label.
+    pub label: String,
+    /// RGBA8.
+    pub color: u32,
+}
+
+/// What every lens needs to know about a device up front.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Overview {
+    /// Allocator settings, with units.
+    pub settings: AllocatorSettings,
+    /// OOM entries.
+    pub ooms: Vec<OomMark>,
+    /// Private pools (empty: none).
+    pub pools: Vec<PoolInfo>,
+    /// Trace entries.
+    pub events: u32,
+    /// Allocations.
+    pub allocations: u32,
+    /// The moment of the peak of allocated bytes.
+    pub peak_moment: u32,
+    /// Allocated bytes at the peak.
+    pub peak_bytes: u64,
+    /// Whether entries have times.
+    pub has_time: bool,
+    /// Call sites (the `site` numbers of rows index this).
+    pub sites: Vec<SiteInfo>,
+    /// Call-site lanes, in display order.
+    pub lanes: Vec<LaneRow>,
+    /// Segment timeline rows, in display order.
+    pub segments: Vec<SegmentRow>,
+    /// Allocations in no segment.
+    pub unmapped: u32,
+    /// Worker milliseconds (building the indexes on first use included).
+    pub worker_ms: f64,
+}
+
+/// The allocator at one moment, and what is live there.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MomentAnswer {
+    /// The moment.
+    pub moment: u32,
+    /// The entry that led to it.
+    pub event: Option<EventRow>,
+    /// Its time, µs since the first entry.
+    pub time_us: Option<i64>,
+    /// Its x on the time axis.
+    pub x_time: f64,
+    /// Its x on the event axis.
+    pub x_events: f64,
+    /// Segments, blocks, gaps, totals.
+    pub state: AllocatorState,
+    /// Every live allocation, stacked.
+    pub point: PointView,
+    /// Worker milliseconds.
+    pub worker_ms: f64,
+}
+
+/// A page of the event list.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EventsAnswer {
+    /// Position of the first row.
+    pub first: u32,
+    /// Rows in the whole list.
+    pub total: u32,
+    /// The rows.
+    pub rows: Vec<EventRow>,
+}
+
+/// A page of the top-allocations table.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableAnswer {
+    /// Sorted by.
+    pub key: SortKey,
+    /// In this direction.
+    pub direction: Direction,
+    /// Filtered by (frame text).
+    pub filter: String,
+    /// The page.
+    pub page: TablePage,
+    /// Whether times are byte·µs (else byte·entries).
+    pub has_time: bool,
+}
+
+/// What a search found.
+#[derive(Serialize, Deserialize)]
+pub struct SearchAnswer {
+    /// The text searched.
+    pub text: String,
+    /// How it was read (`None`: not read).
+    pub kind: Option<SearchKind>,
+    /// Why it could not be read.
+    pub error: Option<String>,
+    /// How many allocations match.
+    pub count: u64,
+    /// The matches in allocation order (at most the worker's limit), transferred.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub ids: Uint32Array,
+}
+
+/// What happened over a range of moments.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RangeAnswer {
+    /// The aggregates.
+    pub summary: RangeSummary,
+    /// x of its ends on the time axis.
+    pub x_time: (f64, f64),
+    /// x of its ends on the event axis.
+    pub x_events: (f64, f64),
+    /// Times of its ends, µs since the first entry.
+    pub time_us: (Option<i64>, Option<i64>),
+}
+
+/// Where an allocation lives on both axes (to zoom to it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RevealAnswer {
+    /// The allocation.
+    pub id: u32,
+    /// Its start and end on the time axis.
+    pub time: (f64, f64),
+    /// Its start and end on the event axis.
+    pub events: (f64, f64),
+    /// Requested bytes.
+    pub size_bytes: u64,
+}
+
+/// The call-site lanes laid out.
+#[derive(Serialize, Deserialize)]
+pub struct LanesAnswer {
+    /// Bands (y in pixels downwards from the top of the first visible row).
+    pub strips: LensStrips,
+    /// Visible rows.
+    pub rows: Vec<RowPlacement>,
+    /// The selected allocation's row.
+    pub selected_row: Option<u32>,
+    /// Worker milliseconds.
+    pub worker_ms: f64,
+}
+
+/// The allocations of a lane at the moment under the cursor, stacked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LaneHitAnswer {
+    /// The row.
+    pub row: u32,
+    /// The moment of the column.
+    pub moment: Option<u32>,
+    /// Its time.
+    pub time_us: Option<i64>,
+    /// Bottom of the stack first.
+    pub items: Vec<AllocationItem>,
+}
+
+/// The segment timeline laid out.
+#[derive(Serialize, Deserialize)]
+pub struct SegmentsAnswer {
+    /// Allocations and aggregates.
+    pub strips: LensStrips,
+    /// The segments' mapped extents, drawn under them.
+    pub extents: LensStrips,
+    /// Bytes and counts of aggregates.
+    pub aggregates: Vec<SegmentAggregate>,
+    /// Visible rows.
+    pub rows: Vec<RowPlacement>,
+    /// All rows' height (pixels).
+    pub total_height_px: f64,
+    /// The expanded row (the selected allocation's).
+    pub expanded: Option<u32>,
+    /// Worker milliseconds.
+    pub worker_ms: f64,
+}
+
+/// One pool row of the pools view.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PoolRow {
+    /// The envelope (index into [`Overview::pools`]).
+    pub pool: u32,
+    /// Its top, pixels.
+    pub y0: f64,
+    /// Its bottom.
+    pub y1: f64,
+    /// Bytes at its full height.
+    pub scale_bytes: u64,
+}
+
+/// The private pools laid out.
+#[derive(Serialize, Deserialize)]
+pub struct PoolsAnswer {
+    /// Envelopes, stripes and reserved lines (y in pixels downwards).
+    pub strips: LensStrips,
+    /// The rows.
+    pub rows: Vec<PoolRow>,
+    /// Worker milliseconds.
+    pub worker_ms: f64,
+}
 
 /// A lens question about one device.
 #[derive(Serialize, Deserialize)]
 pub enum LensRequest {
     /// The allocator settings, with units.
     Settings,
+    /// What every lens needs up front.
+    Overview,
+    /// The allocator at a moment.
+    Moment(At),
+    /// Rows of the event list.
+    Events {
+        /// First row.
+        first: u32,
+        /// How many.
+        count: u32,
+    },
+    /// A page of the top-allocations table.
+    Table {
+        /// Sort key.
+        key: SortKey,
+        /// Direction.
+        direction: Direction,
+        /// Frame text filter.
+        filter: String,
+        /// First row.
+        first: u64,
+        /// How many.
+        count: u32,
+    },
+    /// Find allocations by address (`0x…`), size or frame text.
+    Search {
+        /// The text (an `addr:`, `size:` or `frame:` prefix forces the kind).
+        text: String,
+    },
+    /// Aggregates over a range of the timeline.
+    Range {
+        /// The axis of the x values.
+        axis: Axis,
+        /// One end.
+        x0: f64,
+        /// The other.
+        x1: f64,
+    },
+    /// Where an allocation lives.
+    Reveal {
+        /// The allocation.
+        id: u32,
+    },
+    /// The flame graph.
+    Flame(FlameQuery),
+    /// One flame node.
+    FlameInfo {
+        /// The node.
+        node: u32,
+        /// The generation it belongs to.
+        generation: u32,
+        /// The query the tree was built for.
+        query: FlameQuery,
+    },
+    /// The call-site lanes.
+    Lanes {
+        /// Rows and x range.
+        view: RowsView,
+        /// The selected allocation.
+        selected: u32,
+    },
+    /// A lane's allocations under the cursor (in the last lanes layout).
+    LaneHit {
+        /// The row.
+        row: u32,
+        /// x, axis units.
+        x: f64,
+    },
+    /// The segment timeline.
+    Segments {
+        /// Rows and x range.
+        view: RowsView,
+        /// The selected allocation (its row is expanded).
+        selected: u32,
+    },
+    /// The private pools.
+    Pools {
+        /// x range and width (rows unused but their height).
+        view: RowsView,
+    },
 }
 
 /// A lens answer about one device.
@@ -18,4 +578,30 @@ pub enum LensRequest {
 pub enum LensResponse {
     /// The allocator settings, with units.
     Settings(AllocatorSettings),
+    /// What every lens needs up front.
+    Overview(Box<Overview>),
+    /// The allocator at a moment.
+    Moment(Box<MomentAnswer>),
+    /// Rows of the event list.
+    Events(EventsAnswer),
+    /// A page of the table.
+    Table(TableAnswer),
+    /// Search matches.
+    Search(SearchAnswer),
+    /// Range aggregates.
+    Range(RangeAnswer),
+    /// Where an allocation lives.
+    Reveal(RevealAnswer),
+    /// The flame graph.
+    Flame(Box<FlameAnswer>),
+    /// One flame node (`None`: the tree changed).
+    FlameInfo(Option<FlameNodeInfo>),
+    /// The lanes.
+    Lanes(LanesAnswer),
+    /// A lane's allocations under the cursor.
+    LaneHit(LaneHitAnswer),
+    /// The segments.
+    Segments(SegmentsAnswer),
+    /// The pools.
+    Pools(PoolsAnswer),
 }

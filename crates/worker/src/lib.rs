@@ -36,6 +36,8 @@ struct DeviceModel {
     index: TimelineIndex,
     /// The query indexes, built on the first question that needs them.
     analysis: Option<DeviceAnalysis>,
+    /// What the linked views keep between questions (built lazily).
+    lens: lens::LensCache,
 }
 
 impl DeviceModel {
@@ -60,6 +62,8 @@ struct Ranks {
     loaded: HashMap<u32, Rank>,
     /// Loads in progress and their cancel flags.
     loading: HashMap<u32, Rc<Cell<bool>>>,
+    /// The cross-rank views' models of each loaded rank, built on first use.
+    fleet: HashMap<u32, Option<fleet::Cache>>,
 }
 
 /// The gloo-worker actor: one per worker, holding every rank given to it.
@@ -139,10 +143,15 @@ impl Worker for RankWorker {
                 view,
             } => send_strips(&self.ranks.borrow(), id, rank_key, device, request, view),
             Request::Fleet { rank_key, request } => {
-                let ranks = self.ranks.borrow();
-                if let Some(rank) = ranks.loaded.get(&rank_key) {
-                    let response = fleet::handle(rank, request);
-                    scope.respond(id, Response::Fleet { rank_key, response });
+                let mut ranks = self.ranks.borrow_mut();
+                let Ranks { loaded, fleet, .. } = &mut *ranks;
+                if let Some(rank) = loaded.get(&rank_key) {
+                    let cache = fleet.entry(rank_key).or_default();
+                    let (response, transfer) = fleet::handle(rank, cache, request);
+                    let response = Response::Fleet { rank_key, response };
+                    if let Err(e) = post_transferring(id, &response, &transfer) {
+                        web_sys::console::error_1(&e);
+                    }
                 }
             }
             Request::Lens {
@@ -259,59 +268,51 @@ fn now_ms() -> f64 {
 }
 
 mod crash {
-    //! Reports a dead worker. A panic or an out-of-memory trap leaves the wasm instance
-    //! unusable, so the report is a plain JavaScript error handler that posts the
-    //! bridge's envelope by itself; Rust only keeps it informed (in globals) of the
-    //! bridge id and the ranks being loaded.
+    //! Keeps the crash reporter informed. A panic or an out-of-memory trap leaves the
+    //! wasm instance unusable, so the report itself is plain JavaScript
+    //! (web/worker-crash.js, loaded before this bundle); Rust only keeps it current, in
+    //! `self.__memscopeWorker`, of the bridge id and the ranks being loaded, and records
+    //! panic messages.
 
     use std::cell::Cell;
     use std::collections::HashMap;
     use std::rc::Rc;
 
     use gloo_worker::HandlerId;
-    use js_sys::{Array, Function, Reflect};
+    use js_sys::{Array, Reflect};
     use wasm_bindgen::JsValue;
 
     const STATE: &str = "__memscopeWorker";
-
-    /// Installs the handlers and a panic hook that records the panic message.
-    pub(crate) fn install() {
-        let global = js_sys::global();
-        let state = js_sys::Object::new();
-        let _ = Reflect::set(&state, &"loading".into(), &Array::new());
-        let _ = Reflect::set(&global, &STATE.into(), &state);
-        let report = Function::new_with_args(
-            "event",
-            "const s = self.__memscopeWorker; \
-             if (!s || s.handler === undefined || s.dead) return; \
-             s.dead = true; \
-             const why = s.panic || (event && (event.message || (event.reason && String(event.reason)))) || 'it ran out of memory or crashed'; \
-             self.postMessage({ProcessOutput: [s.handler, {Crashed: {rank_keys: Array.from(s.loading), message: String(why)}}]});",
-        );
-        let _ = Reflect::set(&global, &"onerror".into(), &report);
-        let _ = Reflect::set(&global, &"onunhandledrejection".into(), &report);
-        std::panic::set_hook(Box::new(|info| {
-            if let Ok(state) = Reflect::get(&js_sys::global(), &STATE.into()) {
-                let _ = Reflect::set(&state, &"panic".into(), &info.to_string().into());
-            }
-        }));
-    }
 
     fn state() -> JsValue {
         Reflect::get(&js_sys::global(), &STATE.into()).unwrap_or(JsValue::UNDEFINED)
     }
 
+    /// Records panic messages for the report.
+    pub(crate) fn install() {
+        std::panic::set_hook(Box::new(|info| {
+            let state = state();
+            if state.is_object() {
+                let _ = Reflect::set(&state, &"panic".into(), &info.to_string().into());
+            }
+        }));
+    }
+
     /// Remembers the bridge to report to.
     pub(crate) fn set_handler(id: HandlerId) {
-        if let Ok(value) = serde_wasm_bindgen::to_value(&id) {
-            let _ = Reflect::set(&state(), &"handler".into(), &value);
+        let state = state();
+        if let (true, Ok(value)) = (state.is_object(), serde_wasm_bindgen::to_value(&id)) {
+            let _ = Reflect::set(&state, &"handler".into(), &value);
         }
     }
 
     /// Remembers the ranks being loaded.
     pub(crate) fn set_loading(loading: &HashMap<u32, Rc<Cell<bool>>>) {
-        let keys: Array = loading.keys().map(|&k| JsValue::from(k)).collect();
-        let _ = Reflect::set(&state(), &"loading".into(), &keys);
+        let state = state();
+        if state.is_object() {
+            let keys: Array = loading.keys().map(|&k| JsValue::from(k)).collect();
+            let _ = Reflect::set(&state, &"loading".into(), &keys);
+        }
     }
 }
 

@@ -223,6 +223,7 @@ pub async fn load(
                 allocs,
                 index,
                 analysis: None,
+                lens: Default::default(),
             }
         })
         .collect();

@@ -1,0 +1,141 @@
+//! The page's own chrome: the theme (light, dark or the system's, remembered), the
+//! keyboard help overlay (`?`), remembered settings, and the service worker that keeps
+//! the page working offline.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{Event, HtmlElement, KeyboardEvent, MediaQueryList};
+
+use crate::app::Shared;
+use crate::dom::{self, attr, by_id, on};
+
+/// localStorage keys are prefixed so memscope never reads another page's settings.
+const PREFIX: &str = "memscope.";
+
+/// A remembered setting, if any.
+pub fn recall(key: &str) -> Option<String> {
+    let storage = dom::window().local_storage().ok().flatten()?;
+    storage.get_item(&format!("{PREFIX}{key}")).ok().flatten()
+}
+
+/// Remembers a setting (silently does nothing where storage is refused).
+pub fn remember(key: &str, value: &str) {
+    if let Some(storage) = dom::window().local_storage().ok().flatten() {
+        let _ = storage.set_item(&format!("{PREFIX}{key}"), value);
+    }
+}
+
+/// The theme choices, in the order the button cycles through them.
+const THEMES: [&str; 3] = ["system", "light", "dark"];
+
+fn system_dark() -> Option<MediaQueryList> {
+    dom::window()
+        .match_media("(prefers-color-scheme: dark)")
+        .ok()
+        .flatten()
+}
+
+/// The theme chosen (`system`, `light` or `dark`).
+pub fn theme() -> String {
+    recall("theme")
+        .filter(|t| THEMES.contains(&t.as_str()))
+        .unwrap_or_else(|| "system".to_owned())
+}
+
+/// Applies a theme choice: `data-theme` on the root element is what the stylesheet and
+/// the canvases read.
+pub fn set_theme(choice: &str) {
+    let dark = match choice {
+        "dark" => true,
+        "light" => false,
+        _ => system_dark().is_some_and(|q| q.matches()),
+    };
+    if let Some(root) = dom::document().document_element() {
+        attr(&root, "data-theme", if dark { "dark" } else { "light" });
+    }
+    let button: HtmlElement = by_id("theme");
+    let label = match choice {
+        "dark" => "Theme: dark",
+        "light" => "Theme: light",
+        _ => "Theme: system",
+    };
+    button.set_text_content(Some(label));
+    attr(&button, "data-theme-choice", choice);
+}
+
+/// Registers the service worker (offline use). Absent outside secure contexts, where
+/// the page still works, just not offline.
+fn register_service_worker() {
+    let navigator = dom::window().navigator();
+    let has = js_sys::Reflect::get(&navigator, &"serviceWorker".into())
+        .map(|v| !v.is_undefined())
+        .unwrap_or(false);
+    if has {
+        // Relative to <base>: the worker's scope is the page's directory (a sub-path on
+        // GitHub Pages).
+        let _ = navigator.service_worker().register("sw.js");
+    }
+}
+
+/// Shows or hides the keyboard help.
+fn toggle_help(show: Option<bool>) {
+    let overlay: HtmlElement = by_id("help-overlay");
+    let visible = show.unwrap_or(overlay.hidden());
+    dom::show(&overlay, visible);
+    if visible {
+        let close: HtmlElement = by_id("help-close");
+        let _ = close.focus();
+    }
+}
+
+/// Wires the chrome.
+pub fn install(app: &Shared) {
+    register_service_worker();
+    set_theme(&theme());
+    {
+        let app = app.clone();
+        on(&by_id::<HtmlElement>("theme"), "click", move |_: Event| {
+            let current = theme();
+            let i = THEMES.iter().position(|t| *t == current).unwrap_or(0);
+            let next = THEMES[(i + 1) % THEMES.len()];
+            remember("theme", next);
+            set_theme(next);
+            app.borrow_mut().theme_changed();
+        });
+    }
+    if let Some(query) = system_dark() {
+        let app = app.clone();
+        let listener = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+            if theme() == "system" {
+                set_theme("system");
+                app.borrow_mut().theme_changed();
+            }
+        });
+        let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
+        // Page-lifetime listener.
+        listener.forget();
+    }
+    on(&by_id::<HtmlElement>("help"), "click", move |_: Event| {
+        toggle_help(None)
+    });
+    on(
+        &by_id::<HtmlElement>("help-close"),
+        "click",
+        move |_: Event| toggle_help(Some(false)),
+    );
+    on(&dom::document(), "keydown", move |e: KeyboardEvent| {
+        let typing = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|t| matches!(t.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+        if typing {
+            return;
+        }
+        if e.key() == "?" {
+            e.prevent_default();
+            toggle_help(None);
+        } else if e.key() == "Escape" && !by_id::<HtmlElement>("help-overlay").hidden() {
+            toggle_help(Some(false));
+        }
+    });
+}

@@ -1,0 +1,155 @@
+//! Drawing helpers of the fleet view: 2D canvases sized to their CSS box, the colour
+//! scale of the heatmap and the configuration grid, DOM axis ticks.
+//!
+//! The fleet canvases are 2D canvases, not WebGL: a heatmap is at most a few dozen rows
+//! of a few hundred bins, one `ImageData` pixel per cell scaled up without smoothing,
+//! and the phase lanes a few thousand rectangles — microseconds of work either way. A
+//! second WebGL context would cost a GPU context (browsers keep only a handful) and, in
+//! software rendering, far more than it saves.
+
+use memscope_render::palette::{channels, rgba, Theme};
+use memscope_render::{ticks_events, ticks_time};
+use wasm_bindgen::JsCast;
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
+
+use crate::dom::{self, append, clear, el_text, style};
+
+/// Viridis (Smith & van der Walt, matplotlib's default colour map) at 9 even stops:
+/// perceptually uniform — equal steps of bytes look like equal steps of colour — and
+/// readable with colour-vision deficiencies and in greyscale, on a light and on a dark
+/// page. The allocation palette (`memscope_render::palette::PALETTE`) is categorical
+/// (call sites), so it cannot serve as a scale.
+const VIRIDIS: [u32; 9] = [
+    0x440154, 0x472c7a, 0x3b518b, 0x2c718e, 0x21908d, 0x27ad81, 0x5cc863, 0xaadc32, 0xfde725,
+];
+
+/// The colour of `t` in 0..=1 on the scale (clamped), RGBA8 as the palette packs it.
+pub fn ramp(t: f64) -> u32 {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let x = t * (VIRIDIS.len() - 1) as f64;
+    let i = (x.floor() as usize).min(VIRIDIS.len() - 2);
+    let f = x - i as f64;
+    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    let mix = |shift: u32| {
+        let (ca, cb) = (
+            f64::from((a >> shift) & 0xff),
+            f64::from((b >> shift) & 0xff),
+        );
+        (ca + (cb - ca) * f).round() as u8
+    };
+    rgba(mix(16), mix(8), mix(0), 255)
+}
+
+/// The CSS `linear-gradient` of the scale, left to right.
+pub fn ramp_gradient() -> String {
+    let stops: Vec<String> = (0..=8)
+        .map(|i| crate::timeline::css_color(ramp(f64::from(i) / 8.0)))
+        .collect();
+    format!("linear-gradient(to right, {})", stops.join(", "))
+}
+
+/// Black or white, whichever reads better on `color` (WCAG relative luminance).
+pub fn text_on(color: u32) -> &'static str {
+    let [r, g, b, _] = channels(color);
+    let lin = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.039_28 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let l = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    if l > 0.179 {
+        "#000"
+    } else {
+        "#fff"
+    }
+}
+
+/// Sizes a canvas to its CSS width and `css_height` pixels (times the device pixel
+/// ratio) and returns its 2D context scaled to CSS pixels, with the CSS width. `None`
+/// while the canvas is not laid out (a hidden view).
+pub fn context(
+    canvas: &HtmlCanvasElement,
+    css_height: f64,
+) -> Option<(CanvasRenderingContext2d, f64)> {
+    style(canvas, "height", &format!("{css_height}px"));
+    let css_width = f64::from(canvas.client_width());
+    if css_width < 1.0 {
+        return None;
+    }
+    let dpr = dom::window().device_pixel_ratio().max(1.0);
+    let (w, h) = (
+        (css_width * dpr).round() as u32,
+        (css_height * dpr).round().max(1.0) as u32,
+    );
+    if canvas.width() != w || canvas.height() != h {
+        canvas.set_width(w);
+        canvas.set_height(h);
+    }
+    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
+    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+    ctx.clear_rect(0.0, 0.0, css_width, css_height);
+    Some((ctx, css_width))
+}
+
+/// Time (µs, relative to the axis start) or entry ticks along an axis container: labels
+/// at their fraction of `x0..x1`.
+pub fn ticks(axis: &HtmlElement, x0: f64, x1: f64, time: bool, max_ticks: usize) {
+    clear(axis);
+    if x1 <= x0 {
+        return;
+    }
+    let list = if time {
+        ticks_time(x0.max(0.0), x1, max_ticks)
+    } else {
+        ticks_events(x0.max(0.0), x1, max_ticks)
+    };
+    for (value, label) in list {
+        let f = (value - x0) / (x1 - x0);
+        if !(0.0..=1.0).contains(&f) {
+            continue;
+        }
+        let tick = el_text("span", "tick", &label);
+        style(&tick, "left", &format!("{:.3}%", f * 100.0));
+        append(axis, &tick);
+    }
+}
+
+/// The page's theme (overlay colours differ).
+pub fn theme() -> Theme {
+    let dark = dom::document()
+        .document_element()
+        .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"));
+    if dark {
+        Theme::Dark
+    } else {
+        Theme::Light
+    }
+}
+
+/// A date-time text for an absolute clock (µs since the epoch).
+pub fn clock(time_us: f64) -> String {
+    String::from(js_sys::Date::new(&(time_us / 1000.0).into()).to_iso_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scale_runs_from_dark_purple_to_yellow() {
+        assert_eq!(channels(ramp(0.0)), [0x44, 0x01, 0x54, 255]);
+        assert_eq!(channels(ramp(1.0)), [0xfd, 0xe7, 0x25, 255]);
+        assert_eq!(channels(ramp(0.5)), [0x21, 0x90, 0x8d, 255]);
+        assert_eq!(ramp(-3.0), ramp(0.0));
+        assert_eq!(ramp(f64::NAN), ramp(0.0));
+        assert_eq!(text_on(ramp(0.0)), "#fff");
+        assert_eq!(text_on(ramp(1.0)), "#000");
+    }
+}

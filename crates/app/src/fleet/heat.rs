@@ -1,0 +1,550 @@
+//! The rank × time heatmap: one row per (rank, device), colour = the most bytes
+//! allocated within each bin of one absolute clock (`memscope_fleet::heatmap`).
+//!
+//! The page picks the axis every rank shares (`Axis::for_ranks`: the span of every
+//! rank's `time_us`, or entry order when some rank has none) and asks each worker for
+//! its rows on it; the bins come back as transferred arrays. A click on a cell opens
+//! that rank's timeline zoomed to that moment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use memscope_fleet::{AnomalyKind, Axis, AxisKind, HeatRow, Heatmap};
+use memscope_protocol::fleet::{bins_from_array, FleetRequest, HeatRowData};
+use memscope_protocol::Request;
+use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
+use wasm_bindgen::{Clamped, JsCast};
+use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
+
+use super::draw::{self, ramp};
+use super::{all_reported, focus, who_label, Target, Window};
+use crate::app::{App, Shared};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+
+/// Bins of the shared axis: about one per CSS pixel of the plot on a laptop screen.
+pub const BINS: u32 = 480;
+/// Height of a row, CSS pixels (the phase lanes below use the same).
+pub const ROW_PX: f64 = 20.0;
+/// Call sites offered in the call-site menu.
+const SITE_CHOICES: usize = 30;
+
+/// What was asked of the workers.
+#[derive(PartialEq)]
+struct Asked {
+    id: u32,
+    axis: Axis,
+    site_key: Option<String>,
+    keys: Vec<u32>,
+}
+
+/// The heatmap's state.
+#[derive(Default)]
+pub struct State {
+    /// Restrict the rows to this call site.
+    site_key: Option<String>,
+    asked: Option<Asked>,
+    /// Ranks that have not answered the last question yet.
+    pending: BTreeSet<u32>,
+    /// Rows received for it, by rank key.
+    rows: BTreeMap<u32, Vec<HeatRow>>,
+    /// The complete heatmap, its rows in overview order, with their (rank key, device).
+    shown: Option<(Heatmap, Vec<(u32, i32)>)>,
+}
+
+impl State {
+    /// Whether every rank answered the last question.
+    pub fn settled(&self) -> bool {
+        self.pending.is_empty()
+    }
+}
+
+/// Asks every rank for its rows, if the axis, the site or the ranks changed.
+pub fn maybe_request(app: &mut App) {
+    if !all_reported(app) {
+        return;
+    }
+    let Some(c) = &app.fleet.combined else {
+        return;
+    };
+    if c.facts.is_empty() {
+        app.fleet.heat.asked = None;
+        app.fleet.heat.pending.clear();
+        app.fleet.heat.shown = None;
+        return;
+    }
+    let axis = Axis::for_ranks(&c.facts, BINS);
+    let mut keys: Vec<u32> = c.who.iter().map(|w| w.0).collect();
+    keys.dedup();
+    let site_key = app.fleet.heat.site_key.clone();
+    if app
+        .fleet
+        .heat
+        .asked
+        .as_ref()
+        .is_some_and(|a| a.axis == axis && a.site_key == site_key && a.keys == keys)
+    {
+        return;
+    }
+    let id = app.fleet.next_id();
+    let mut pending = BTreeSet::new();
+    for &key in &keys {
+        let Some(slot) = app.slot_of(key) else {
+            continue;
+        };
+        pending.insert(key);
+        app.pool.send(
+            slot,
+            Request::Fleet {
+                rank_key: key,
+                request: FleetRequest::Heat {
+                    id,
+                    axis,
+                    site_key: site_key.clone(),
+                },
+            },
+        );
+    }
+    let h = &mut app.fleet.heat;
+    h.asked = Some(Asked {
+        id,
+        axis,
+        site_key,
+        keys,
+    });
+    h.pending = pending;
+    h.rows.clear();
+    render_note(app);
+}
+
+/// A worker sent its rows.
+pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
+    let h = &mut app.fleet.heat;
+    let Some(asked) = &h.asked else {
+        return;
+    };
+    if asked.id != id {
+        return;
+    }
+    let rows = rows
+        .into_iter()
+        .map(|d| HeatRow {
+            values: bins_from_array(&d.values),
+            ..d.row
+        })
+        .collect();
+    h.rows.insert(rank_key, rows);
+    h.pending.remove(&rank_key);
+    if !h.pending.is_empty() {
+        return;
+    }
+    let axis = asked.axis;
+    let Some(c) = &app.fleet.combined else {
+        return;
+    };
+    let mut rows = Vec::with_capacity(c.who.len());
+    for (i, &(key, device)) in c.who.iter().enumerate() {
+        let row = h
+            .rows
+            .get(&key)
+            .and_then(|rows| rows.iter().find(|r| r.id.device == device))
+            .cloned()
+            .unwrap_or_else(|| HeatRow {
+                id: c.facts[i].id.clone(),
+                site: None,
+                values: vec![None; axis.bins as usize],
+                max_bytes: 0,
+                max_bin: None,
+                floor_rise_bytes: 0,
+            });
+        rows.push(row);
+    }
+    let max_bytes = rows.iter().map(|r| r.max_bytes).max().unwrap_or(0);
+    h.shown = Some((
+        Heatmap {
+            axis,
+            rows,
+            max_bytes,
+        },
+        c.who.clone(),
+    ));
+    render(app);
+    super::lanes::render(app);
+}
+
+/// Restricts the heatmap to a call site (or shows all allocations).
+pub fn set_site(app: &mut App, site_key: Option<String>) {
+    app.fleet.heat.site_key = site_key;
+    render_controls(app);
+    maybe_request(app);
+}
+
+/// The call-site menu changed.
+pub fn on_site(app: &mut App, target: &Element) {
+    let Some(select) = target.dyn_ref::<HtmlSelectElement>() else {
+        return;
+    };
+    let value = select.value();
+    set_site(app, (!value.is_empty()).then_some(value));
+}
+
+/// Fills the call-site menu: all allocations, the anomalies' sites, then the sites
+/// holding the most at the ranks' peaks.
+pub fn render_controls(app: &App) {
+    let select: HtmlSelectElement = by_id("heat-site");
+    clear(&select);
+    let all = el_text("option", "", "All allocations");
+    attr(&all, "value", "");
+    append(&select, &all);
+    let Some(c) = &app.fleet.combined else {
+        return;
+    };
+    let mut seen = BTreeSet::new();
+    let mut choices: Vec<(String, String)> = Vec::new();
+    for a in &c.report.anomalies {
+        if let Some(s) = &a.site {
+            if seen.insert(s.key.clone()) {
+                choices.push((s.key.clone(), format!("{} ({})", s.label, a.kind.prefix())));
+            }
+        }
+    }
+    let mut by_bytes: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for f in &c.facts {
+        for s in &f.sites_at_peak {
+            let e = by_bytes
+                .entry(s.site.key.clone())
+                .or_insert((0, s.site.label.clone()));
+            e.0 = e.0.max(s.bytes);
+        }
+    }
+    let mut top: Vec<(String, (u64, String))> = by_bytes.into_iter().collect();
+    top.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+    for (key, (bytes, label)) in top {
+        if choices.len() >= SITE_CHOICES {
+            break;
+        }
+        if seen.insert(key.clone()) {
+            choices.push((key, format!("{label} — {} at a peak", format_bytes(bytes))));
+        }
+    }
+    for (key, text) in choices {
+        let o = el_text("option", "", &text);
+        attr(&o, "value", &key);
+        append(&select, &o);
+    }
+    select.set_value(app.fleet.heat.site_key.as_deref().unwrap_or(""));
+}
+
+/// The sentence under the title: what the colours and the axis are.
+fn render_note(app: &App) {
+    let note: HtmlElement = by_id("heat-note");
+    let h = &app.fleet.heat;
+    let Some(asked) = &h.asked else {
+        note.set_text_content(Some(""));
+        return;
+    };
+    let what = match (&h.site_key, &h.shown) {
+        (Some(_), Some((map, _))) => map
+            .rows
+            .iter()
+            .find_map(|r| r.site.as_ref())
+            .map_or("the chosen call site's allocations".to_owned(), |s| {
+                format!("allocations from {}", s.label)
+            }),
+        (Some(_), None) => "the chosen call site's allocations".to_owned(),
+        (None, _) => "all allocations".to_owned(),
+    };
+    let axis = match asked.axis.kind {
+        AxisKind::TimeUs => format!(
+            "Every rank on one clock, from {} ({} in all);",
+            draw::clock(asked.axis.start as f64),
+            format_duration_us(asked.axis.end - asked.axis.start)
+        ),
+        AxisKind::Events => {
+            "Some rank records no clock, so the rows are aligned by trace entry;".to_owned()
+        }
+    };
+    let loading = if h.pending.is_empty() {
+        ""
+    } else {
+        " (updating…)"
+    };
+    note.set_text_content(Some(&format!(
+        "{axis} colour: the most bytes held by {what} in each of {} bins; blank where the \
+         rank recorded nothing. ▲ marks a rank with a leak suspect: its floor rises, \
+         iteration after iteration. Click a cell to open that rank at that moment.{loading}",
+        asked.axis.bins
+    )));
+}
+
+/// The leak suspects of a row (restricted to the shown call site, if any): the rows the
+/// heatmap points at.
+fn leaks_of<'a>(app: &'a App, id: &memscope_fleet::RankId) -> Vec<&'a memscope_fleet::Anomaly> {
+    let Some(c) = &app.fleet.combined else {
+        return Vec::new();
+    };
+    let site = app.fleet.heat.site_key.as_deref();
+    c.report
+        .anomalies
+        .iter()
+        .filter(|a| a.kind == AnomalyKind::LeakSuspect && &a.id == id)
+        .filter(|a| site.is_none_or(|k| a.site.as_ref().is_some_and(|s| s.key == k)))
+        .collect()
+}
+
+/// Draws the heatmap, its row labels, axis and legend.
+pub fn render(app: &App) {
+    render_note(app);
+    let labels: HtmlElement = by_id("heat-labels");
+    let canvas: HtmlCanvasElement = by_id("heat-canvas");
+    let legend: HtmlElement = by_id("heat-legend");
+    let axis_el: HtmlElement = by_id("heat-axis");
+    clear(&labels);
+    clear(&legend);
+    let current = app.fleet.combined.as_ref().map(|c| &c.who);
+    let Some((map, who)) = app
+        .fleet
+        .heat
+        .shown
+        .as_ref()
+        .filter(|(_, who)| Some(who) == current)
+    else {
+        clear(&axis_el);
+        let _ = draw::context(&canvas, 0.0);
+        return;
+    };
+    for (i, row) in map.rows.iter().enumerate() {
+        let li = el("li", "heat-label");
+        attr(&li, "data-key", &who[i].0.to_string());
+        attr(&li, "data-device", &who[i].1.to_string());
+        attr(&li, "data-file", &row.id.file);
+        attr(
+            &li,
+            "data-rank",
+            &row.id.rank.map_or(String::new(), |r| r.to_string()),
+        );
+        attr(&li, "data-max-bytes", &row.max_bytes.to_string());
+        attr(
+            &li,
+            "data-floor-rise-bytes",
+            &row.floor_rise_bytes.to_string(),
+        );
+        let button = el_text("button", "heat-name", &who_label(&row.id));
+        attr(&button, "type", "button");
+        attr(&button, "data-action", "focus-rank");
+        attr(&button, "data-key", &who[i].0.to_string());
+        attr(&button, "data-device", &who[i].1.to_string());
+        attr(&button, "data-row", &i.to_string());
+        let mut title = format!(
+            "{}: at most {}; floor {} {} from the first quarter to the last",
+            who_label(&row.id),
+            format_bytes(row.max_bytes),
+            if row.floor_rise_bytes >= 0 {
+                "rises by"
+            } else {
+                "falls by"
+            },
+            format_bytes(row.floor_rise_bytes.unsigned_abs())
+        );
+        let leaks = leaks_of(app, &row.id);
+        if !leaks.is_empty() {
+            let _ = li.class_list().add_1("leaking");
+            let kept: u64 = leaks.iter().map(|a| a.bytes).sum();
+            for a in &leaks {
+                title += &format!("\nleak suspect: {}", a.summary);
+            }
+            let mark = el_text("span", "rise", &format!("▲ leak {}", format_bytes(kept)));
+            append(&button, &mark);
+        }
+        attr(&button, "title", &title);
+        style(&li, "height", &format!("{ROW_PX}px"));
+        append(&li, &button);
+        append(&labels, &li);
+    }
+    // Legend: the scale from 0 to the largest value.
+    append(&legend, &el_text("span", "", "0 B"));
+    let bar = el("span", "heat-scale");
+    style(&bar, "background", &draw::ramp_gradient());
+    append(&legend, &bar);
+    let top = el_text("span", "", &format_bytes(map.max_bytes));
+    attr(
+        &top,
+        "title",
+        &format!("{} bytes", format_count(map.max_bytes)),
+    );
+    append(&legend, &top);
+
+    let height = ROW_PX * map.rows.len() as f64;
+    let Some((ctx, width)) = draw::context(&canvas, height) else {
+        return;
+    };
+    attr(
+        &canvas,
+        "aria-label",
+        &format!(
+            "Heatmap of {} rows: allocated bytes from 0 to {}",
+            map.rows.len(),
+            format_bytes(map.max_bytes)
+        ),
+    );
+    let bins = map.axis.bins as usize;
+    let mut pixels = vec![0u8; bins * map.rows.len() * 4];
+    for (r, row) in map.rows.iter().enumerate() {
+        for (b, v) in row.values.iter().enumerate().take(bins) {
+            let Some(v) = v else { continue };
+            let t = if map.max_bytes > 0 {
+                *v as f64 / map.max_bytes as f64
+            } else {
+                0.0
+            };
+            let rgba = ramp(t).to_le_bytes();
+            let at = (r * bins + b) * 4;
+            pixels[at..at + 4].copy_from_slice(&rgba);
+        }
+    }
+    let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        Clamped(&pixels),
+        map.axis.bins,
+        map.rows.len() as u32,
+    ) else {
+        return;
+    };
+    let Ok(off) = dom::document().create_element("canvas") else {
+        return;
+    };
+    let off: HtmlCanvasElement = off.unchecked_into();
+    off.set_width(map.axis.bins);
+    off.set_height(map.rows.len() as u32);
+    let Some(off_ctx) = off
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
+    else {
+        return;
+    };
+    let _ = off_ctx.put_image_data(&image, 0.0, 0.0);
+    ctx.set_image_smoothing_enabled(false);
+    let _ = ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&off, 0.0, 0.0, width, height);
+    // Thin gaps between rows.
+    ctx.set_fill_style_str("rgba(127, 127, 127, 0.35)");
+    for r in 1..map.rows.len() {
+        ctx.fill_rect(0.0, r as f64 * ROW_PX - 0.5, width, 1.0);
+    }
+    let span = (map.axis.end - map.axis.start) as f64;
+    draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
+}
+
+/// The (row, bin) under a mouse position.
+fn cell_at(app: &App, e: &MouseEvent) -> Option<(usize, u32)> {
+    let (map, _) = app.fleet.heat.shown.as_ref()?;
+    let canvas: HtmlCanvasElement = by_id("heat-canvas");
+    let r = canvas.get_bounding_client_rect();
+    let x = f64::from(e.client_x()) - r.left();
+    let y = f64::from(e.client_y()) - r.top();
+    if x < 0.0 || y < 0.0 || x >= r.width() || r.width() <= 0.0 {
+        return None;
+    }
+    let row = (y / ROW_PX) as usize;
+    let bin = ((x / r.width()) * f64::from(map.axis.bins)) as u32;
+    (row < map.rows.len()).then_some((row, bin.min(map.axis.bins - 1)))
+}
+
+/// Hover readout and click-to-open on the canvas.
+pub fn wire(app: &Shared) {
+    let canvas: HtmlCanvasElement = by_id("heat-canvas");
+    {
+        let app = app.clone();
+        on(&canvas, "mousemove", move |e: MouseEvent| {
+            let app = app.borrow();
+            let hover: HtmlElement = by_id("heat-hover");
+            let Some(((map, _), (row, bin))) = app.fleet.heat.shown.as_ref().zip(cell_at(&app, &e))
+            else {
+                dom::show(&hover, false);
+                return;
+            };
+            let r = &map.rows[row];
+            let start = map.axis.bin_start(bin);
+            let mut lines = vec![who_label(&r.id)];
+            match map.axis.kind {
+                AxisKind::TimeUs => {
+                    lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
+                    lines.push(draw::clock(start as f64));
+                }
+                AxisKind::Events => {
+                    lines.push(format!("entry #{}", format_count(start.max(0) as u64)))
+                }
+            }
+            lines.push(match r.values.get(bin as usize).copied().flatten() {
+                Some(v) => format!("{} allocated at most", format_bytes(v)),
+                None => "nothing recorded".to_owned(),
+            });
+            hover.set_text_content(Some(&lines.join("\n")));
+            let plot = canvas_parent();
+            let pr = plot.get_bounding_client_rect();
+            style(
+                &hover,
+                "left",
+                &format!("{}px", f64::from(e.client_x()) - pr.left() + 14.0),
+            );
+            style(
+                &hover,
+                "top",
+                &format!("{}px", f64::from(e.client_y()) - pr.top() + 14.0),
+            );
+            dom::show(&hover, true);
+        });
+    }
+    on(&canvas, "mouseleave", move |_: MouseEvent| {
+        dom::show(&by_id::<HtmlElement>("heat-hover"), false);
+    });
+    {
+        let app = app.clone();
+        on(&canvas, "click", move |e: MouseEvent| {
+            let mut app = app.borrow_mut();
+            let Some(target) = target_at(&app, &e) else {
+                return;
+            };
+            dom::show(&by_id::<HtmlElement>("heat-hover"), false);
+            focus(&mut app, target);
+        });
+    }
+}
+
+fn canvas_parent() -> HtmlElement {
+    by_id::<HtmlCanvasElement>("heat-canvas")
+        .parent_element()
+        .and_then(|p| p.dyn_into().ok())
+        .unwrap_or_else(|| by_id("fleet"))
+}
+
+/// The rank and moment of a click: a window of a few bins around the cell.
+fn target_at(app: &App, e: &MouseEvent) -> Option<Target> {
+    let (row, bin) = cell_at(app, e)?;
+    let (map, who) = app.fleet.heat.shown.as_ref()?;
+    let (key, device) = who[row];
+    let a = &map.axis;
+    let start = a.bin_start(bin);
+    let end = if bin + 1 < a.bins {
+        a.bin_start(bin + 1)
+    } else {
+        a.end
+    };
+    let pad = (end - start).max(1) * 2;
+    let window = match a.kind {
+        AxisKind::TimeUs => Window::Time {
+            start_us: start - pad,
+            end_us: end + pad,
+        },
+        AxisKind::Events => Window::Entries {
+            start: start - pad,
+            end: end + pad,
+        },
+    };
+    Some(Target {
+        key,
+        device,
+        window: Some(window),
+        ids: Vec::new(),
+        total_ids: 0,
+        label: who_label(&map.rows[row].id),
+    })
+}

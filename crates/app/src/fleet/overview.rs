@@ -1,0 +1,367 @@
+//! The overview: one row per (rank, device) with its figures and a bar, sortable by
+//! any column; outlier ranks flagged by `memscope_fleet::overview`'s rule. A click (or
+//! Enter) on a row opens that rank's timeline.
+
+use memscope_fleet::overview::median_mad;
+use memscope_fleet::{Metric, OutlierRule, RankRow};
+use memscope_render::palette::{overlay_color, Overlay, PALETTE};
+use memscope_snapshot::units::{format_bytes, format_count};
+use web_sys::{Element, HtmlElement};
+
+use super::{bytes_cell, data, focus, sort_header, who_label, Target};
+use crate::app::App;
+use crate::dom::{append, attr, by_id, clear, el, el_text, style};
+use crate::timeline::css_color;
+
+/// A column of the overview.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Col {
+    /// Rank order (as loaded).
+    #[default]
+    Rank,
+    /// Peak allocated bytes.
+    PeakAllocated,
+    /// Peak reserved bytes.
+    PeakReserved,
+    /// Allocated bytes at the snapshot.
+    AtSnapshot,
+    /// Trace entries.
+    Events,
+    /// OOM entries.
+    Ooms,
+}
+
+impl Col {
+    const ALL: [Col; 6] = [
+        Col::Rank,
+        Col::PeakAllocated,
+        Col::PeakReserved,
+        Col::AtSnapshot,
+        Col::Events,
+        Col::Ooms,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Col::Rank => "rank",
+            Col::PeakAllocated => "peak-allocated",
+            Col::PeakReserved => "peak-reserved",
+            Col::AtSnapshot => "at-snapshot",
+            Col::Events => "events",
+            Col::Ooms => "ooms",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Col::Rank => "Rank",
+            Col::PeakAllocated => "Peak allocated",
+            Col::PeakReserved => "Peak reserved",
+            Col::AtSnapshot => "At snapshot",
+            Col::Events => "Events",
+            Col::Ooms => "OOMs",
+        }
+    }
+
+    /// The value a bar shows (the rank column shows peak allocated bytes).
+    fn value(self, row: &RankRow) -> f64 {
+        match self {
+            Col::Rank | Col::PeakAllocated => row.peak_allocated_bytes as f64,
+            Col::PeakReserved => row.peak_reserved_bytes.max(0) as f64,
+            Col::AtSnapshot => row.allocated_bytes as f64,
+            Col::Events => row.events as f64,
+            Col::Ooms => row.ooms as f64,
+        }
+    }
+}
+
+/// How the overview is sorted.
+#[derive(Default)]
+pub struct State {
+    col: Col,
+    descending: bool,
+}
+
+/// The outlier rule, in words (the tooltip of every flag and the table's caption).
+pub fn rule_text() -> String {
+    let r = OutlierRule::default();
+    format!(
+        "An outlier holds at least {:.0} % more than the median of all ranks at its peak \
+         (allocated or reserved) and is at least {} robust deviations away: modified \
+         z-score 0.6745 · (x − median) / MAD ≥ {} (MAD: median absolute deviation; when \
+         MAD is 0 the percentage alone decides). Only ranks above the median, and only \
+         with {} ranks or more.",
+        r.min_relative_gap * 100.0,
+        r.min_robust_z,
+        r.min_robust_z,
+        r.min_ranks
+    )
+}
+
+/// Why a row is flagged, one line per metric.
+fn outlier_text(row: &RankRow) -> String {
+    let mut lines: Vec<String> = row
+        .outliers
+        .iter()
+        .map(|o| {
+            let what = match o.metric {
+                Metric::PeakAllocated => "peak allocated",
+                Metric::PeakReserved => "peak reserved",
+            };
+            let z = o
+                .robust_z
+                .map_or("MAD 0".to_owned(), |z| format!("robust z {z:.1}"));
+            let mut line = format!(
+                "{what} {} is {:.0} % above the median {} ({z})",
+                format_bytes(o.value),
+                o.relative_gap * 100.0,
+                format_bytes(o.median as u64)
+            );
+            if let Some(s) = o.grown_sites.first() {
+                line += &format!(
+                    "; most of it from {} (+{} vs {})",
+                    s.site.label,
+                    format_bytes(s.delta_bytes.unsigned_abs()),
+                    o.reference.display()
+                );
+            }
+            line
+        })
+        .collect();
+    lines.push(String::new());
+    lines.push(rule_text());
+    lines.join("\n")
+}
+
+/// Draws the overview.
+pub fn render(app: &App) {
+    let body: HtmlElement = by_id("fleet-overview");
+    clear(&body);
+    let Some(c) = &app.fleet.combined else {
+        return;
+    };
+    let rows = &c.report.overview.rows;
+    if rows.is_empty() {
+        append(
+            &body,
+            &el_text(
+                "p",
+                "hint",
+                "No rank with a trace or segments is loaded yet.",
+            ),
+        );
+        return;
+    }
+    let state = &app.fleet.overview;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    if state.col != Col::Rank {
+        order.sort_by(|&a, &b| {
+            state
+                .col
+                .value(&rows[a])
+                .total_cmp(&state.col.value(&rows[b]))
+                .then(a.cmp(&b))
+        });
+    }
+    if state.descending {
+        order.reverse();
+    }
+    let bar_col = if state.col == Col::Rank {
+        Col::PeakAllocated
+    } else {
+        state.col
+    };
+    let values: Vec<f64> = rows.iter().map(|r| bar_col.value(r)).collect();
+    let max = values.iter().copied().fold(0.0, f64::max);
+    let (median, _) = median_mad(&values);
+    let outliers = rows.iter().filter(|r| r.outlier).count();
+
+    let summary = el_text(
+        "p",
+        "hint",
+        &format!(
+            "{} rank{} · {} outlier{}. Bars: {} (the line marks the median). Click a row \
+             to open its timeline.",
+            format_count(rows.len() as u64),
+            if rows.len() == 1 { "" } else { "s" },
+            format_count(outliers as u64),
+            if outliers == 1 { "" } else { "s" },
+            bar_col.label().to_lowercase()
+        ),
+    );
+    append(&body, &summary);
+
+    let table = el("table", "fleet-table overview");
+    attr(&table, "aria-label", "Ranks");
+    let caption = el_text("caption", "hint", &format!("⚑ {}", rule_text()));
+    append(&table, &caption);
+    let thead = el("thead", "");
+    let head = el("tr", "");
+    for col in Col::ALL {
+        let sorted = (state.col == col).then_some(state.descending);
+        append(
+            &head,
+            &sort_header(col.label(), "sort-overview", col.name(), sorted),
+        );
+        if col == Col::Rank {
+            let th = el_text("th", "bar-head", "");
+            attr(&th, "scope", "col");
+            attr(&th, "aria-label", &format!("Bars: {}", bar_col.label()));
+            append(&head, &th);
+        }
+    }
+    let th = el_text("th", "", "Flags");
+    attr(&th, "scope", "col");
+    append(&head, &th);
+    append(&thead, &head);
+    append(&table, &thead);
+    let tbody = el("tbody", "");
+    for &i in &order {
+        let row = &rows[i];
+        let (key, device) = c.who[i];
+        let tr = el("tr", "rank-row");
+        attr(&tr, "tabindex", "0");
+        attr(&tr, "data-action", "focus-rank");
+        attr(&tr, "data-row", &i.to_string());
+        attr(&tr, "data-key", &key.to_string());
+        attr(&tr, "data-device", &device.to_string());
+        attr(&tr, "data-file", &row.id.file);
+        attr(
+            &tr,
+            "data-rank",
+            &row.id.rank.map_or(String::new(), |r| r.to_string()),
+        );
+        attr(
+            &tr,
+            "data-outlier",
+            if row.outlier { "true" } else { "false" },
+        );
+        attr(
+            &tr,
+            "data-peak-allocated-bytes",
+            &row.peak_allocated_bytes.to_string(),
+        );
+        attr(
+            &tr,
+            "data-peak-reserved-bytes",
+            &row.peak_reserved_bytes.to_string(),
+        );
+        attr(
+            &tr,
+            "data-allocated-bytes",
+            &row.allocated_bytes.to_string(),
+        );
+        attr(&tr, "data-events", &row.events.to_string());
+        attr(&tr, "data-ooms", &row.ooms.to_string());
+        attr(
+            &tr,
+            "aria-label",
+            &format!(
+                "{}: peak allocated {}{}; open its timeline",
+                who_label(&row.id),
+                format_bytes(row.peak_allocated_bytes),
+                if row.outlier { ", outlier" } else { "" }
+            ),
+        );
+        if row.outlier {
+            let _ = tr.class_list().add_1("outlier");
+        }
+        let name = el_text("th", "rank-name-cell", &who_label(&row.id));
+        attr(&name, "scope", "row");
+        attr(&name, "title", &row.id.path);
+        // The file name too, unless it only says the rank.
+        let plain = |r: u64| row.id.file.starts_with(&format!("rank{r}."));
+        if row.id.rank.is_some_and(|r| !plain(r)) {
+            append(&name, &el_text("span", "file-cell", &format!(" {}", row.id.file)));
+        }
+        append(&tr, &name);
+        let bar_cell = el("td", "bar-cell");
+        let bar = el("div", if row.outlier { "bar outlier" } else { "bar" });
+        let f = if max > 0.0 { values[i] / max } else { 0.0 };
+        style(&bar, "width", &format!("{:.2}%", f * 100.0));
+        let color = if row.outlier {
+            overlay_color(Overlay::Peak, super::draw::theme())
+        } else {
+            PALETTE[1]
+        };
+        style(&bar, "background", &css_color(color));
+        append(&bar_cell, &bar);
+        if max > 0.0 {
+            let m = el("div", "median");
+            style(&m, "left", &format!("{:.2}%", median / max * 100.0));
+            append(&bar_cell, &m);
+        }
+        append(&tr, &bar_cell);
+        append(&tr, &bytes_cell("td", "num", row.peak_allocated_bytes));
+        append(
+            &tr,
+            &bytes_cell(
+                "td",
+                "num",
+                u64::try_from(row.peak_reserved_bytes).unwrap_or(0),
+            ),
+        );
+        append(&tr, &bytes_cell("td", "num", row.allocated_bytes));
+        append(&tr, &el_text("td", "num", &format_count(row.events)));
+        let ooms = el_text("td", "num", &format_count(row.ooms));
+        if row.ooms > 0 {
+            let _ = ooms.class_list().add_1("warn");
+        }
+        append(&tr, &ooms);
+        let flags = el("td", "flags");
+        if row.outlier {
+            let flag = el_text("span", "flag", "⚑ outlier");
+            attr(&flag, "title", &outlier_text(row));
+            append(&flags, &flag);
+        }
+        append(&tr, &flags);
+        append(&tbody, &tr);
+    }
+    append(&table, &tbody);
+    append(&body, &table);
+}
+
+/// A sort header was clicked: sort by it, or flip the order.
+pub fn on_sort(app: &mut App, target: &Element) {
+    let Some(name) = target.get_attribute("data-col") else {
+        return;
+    };
+    let Some(col) = Col::ALL.into_iter().find(|c| c.name() == name) else {
+        return;
+    };
+    let s = &mut app.fleet.overview;
+    if s.col == col {
+        s.descending = !s.descending;
+    } else {
+        s.col = col;
+        // Numbers largest first; ranks in order.
+        s.descending = col != Col::Rank;
+    }
+    render(app);
+}
+
+/// A row was clicked: open that rank at its peak.
+pub fn on_focus(app: &mut App, target: &Element) {
+    let (Some(key), Some(device)) = (data::<u32>(target, "data-key"), data(target, "data-device"))
+    else {
+        return;
+    };
+    let label = app
+        .fleet
+        .combined
+        .as_ref()
+        .and_then(|c| data::<usize>(target, "data-row").and_then(|i| c.facts.get(i)))
+        .map(|f| who_label(&f.id))
+        .unwrap_or_default();
+    focus(
+        app,
+        Target {
+            key,
+            device,
+            window: None,
+            ids: Vec::new(),
+            total_ids: 0,
+            label,
+        },
+    );
+}

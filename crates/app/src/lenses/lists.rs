@@ -1,0 +1,583 @@
+//! The event list and the top-allocations table: ARIA grids whose rows are virtualised
+//! ([`VList`]) and fetched from the worker a page at a time, so millions of rows
+//! scroll smoothly.
+//!
+//! - Event list: the row of the moment is current; ↑/↓ step the moment entry by entry
+//!   (PageUp/PageDown a page, Home/End the ends); a click sets the moment and selects
+//!   the entry's allocation.
+//! - Table: sortable by size, lifetime, bytes × lifetime and allocation time, filtered
+//!   by frame text; ↑/↓ move the focused row, Enter or a click selects it and zooms the
+//!   timeline to it.
+
+use memscope_analysis::{Direction, SortKey};
+use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
+use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
+use wasm_bindgen::JsCast;
+use web_sys::{Event, HtmlElement, HtmlInputElement, KeyboardEvent, MouseEvent};
+
+use super::vlist::VList;
+use super::{ask, select_and_reveal, set_moment, step, Tab};
+use crate::app::{App, Shared};
+use crate::dom::{append, attr, by_id, el, el_text, on};
+
+/// Row height of both grids, CSS px.
+const ROW_CSS: f64 = 22.0;
+
+/// Rows fetched beyond the visible ones on each side.
+const MARGIN: u64 = 120;
+
+/// The two lists.
+pub struct Lists {
+    /// The event list.
+    pub events: VList,
+    /// The table.
+    pub table: VList,
+    events_page: Option<EventsAnswer>,
+    table_page: Option<TableAnswer>,
+    /// Table sort key.
+    pub key: SortKey,
+    /// Table sort direction.
+    pub direction: Direction,
+    /// Table filter text.
+    pub filter: String,
+    /// The table row with the keyboard focus.
+    active: Option<u64>,
+}
+
+impl Lists {
+    /// Finds the lists' elements.
+    pub fn new() -> Lists {
+        Lists {
+            events: VList::new(by_id("events-list"), ROW_CSS),
+            table: VList::new(by_id("table-list"), ROW_CSS),
+            events_page: None,
+            table_page: None,
+            key: SortKey::Size,
+            direction: Direction::Descending,
+            filter: String::new(),
+            active: None,
+        }
+    }
+
+    /// Forgets the last device.
+    pub fn reset(&mut self) {
+        self.events_page = None;
+        self.table_page = None;
+        self.events.set_total(0);
+        self.table.set_total(0);
+        self.events.root.set_scroll_top(0);
+        self.table.root.set_scroll_top(0);
+        self.events.fill(0, &[]);
+        self.table.fill(0, &[]);
+        self.active = None;
+    }
+}
+
+impl Default for Lists {
+    fn default() -> Self {
+        Lists::new()
+    }
+}
+
+/// The overview arrived: the event list's length.
+pub fn on_overview(app: &mut App) {
+    let events = app.lenses.overview.as_ref().map_or(0, |o| o.events);
+    if let Some(l) = app.lenses.lists.as_mut() {
+        l.events.set_total(u64::from(events));
+    }
+    attr(
+        &by_id::<HtmlElement>("events-grid"),
+        "aria-rowcount",
+        &(u64::from(events) + 1).to_string(),
+    );
+    by_id::<HtmlElement>("events-note").set_text_content(Some(&format!(
+        "{} trace entries. ↑/↓ step the moment one entry at a time (PageUp/PageDown, \
+         Home/End); ←/→ anywhere.",
+        format_count(u64::from(events))
+    )));
+    refresh(app);
+}
+
+/// Shows the visible tab's list (asking for the rows it lacks).
+pub fn refresh(app: &mut App) {
+    match app.lenses.tab {
+        Tab::Events => render_events(app),
+        Tab::Table => render_table(app),
+        _ => {}
+    }
+}
+
+/// Re-renders both lists (selection or highlight changed).
+pub fn render_all(app: &mut App) {
+    refresh(app);
+}
+
+/// The selection changed.
+pub fn on_select(app: &mut App) {
+    refresh(app);
+}
+
+/// The moment changed: its row becomes current.
+pub fn on_moment(app: &mut App) {
+    if app.lenses.tab != Tab::Events {
+        return;
+    }
+    let Some(m) = app.lenses.moment.as_ref().map(|m| m.moment) else {
+        return;
+    };
+    if let Some(l) = app.lenses.lists.as_ref() {
+        // Moment m is the state after entry m − 1; the start shows the first entry.
+        l.events.reveal(u64::from(m.saturating_sub(1)));
+    }
+    render_events(app);
+}
+
+fn cell(row: &HtmlElement, class: &str, text: &str) -> HtmlElement {
+    let c = el_text("div", class, text);
+    attr(&c, "role", "gridcell");
+    append(row, &c);
+    c
+}
+
+fn render_events(app: &mut App) {
+    let moment = app.lenses.moment.as_ref().map(|m| m.moment);
+    let selected = app.lenses.selected;
+    let highlight = app.lenses.highlight.clone();
+    let Some(l) = app.lenses.lists.as_ref() else {
+        return;
+    };
+    let (first, count) = l.events.visible();
+    let mut rows = Vec::new();
+    let mut missing = false;
+    for i in first..first + count {
+        let row = el("div", "grid-row event-row");
+        attr(&row, "role", "row");
+        attr(&row, "aria-rowindex", &(i + 2).to_string());
+        attr(&row, "data-index", &i.to_string());
+        let item = l.events_page.as_ref().and_then(|p| {
+            let k = i.checked_sub(u64::from(p.first))?;
+            p.rows.get(usize::try_from(k).ok()?)
+        });
+        match item {
+            Some(e) => {
+                attr(&row, "data-moment", &e.moment.to_string());
+                attr(&row, "data-action", &e.action);
+                if let Some(a) = e.allocation {
+                    attr(&row, "data-allocation", &a.to_string());
+                }
+                cell(
+                    &row,
+                    "num",
+                    &format!("#{}", format_count(u64::from(e.index))),
+                );
+                cell(
+                    &row,
+                    "num",
+                    &e.time_us.map_or("—".to_owned(), format_duration_us),
+                );
+                let action = cell(&row, "action", &e.action);
+                attr(&action, "data-action", &e.action);
+                let size = cell(&row, "num", &format_bytes(e.size_bytes));
+                attr(
+                    &size,
+                    "title",
+                    &format!("{} bytes", format_count(e.size_bytes)),
+                );
+                cell(
+                    &row,
+                    "mono",
+                    &if e.addr == 0 {
+                        String::new()
+                    } else {
+                        format!("0x{:x}", e.addr)
+                    },
+                );
+                cell(
+                    &row,
+                    "num",
+                    &e.allocation.map_or(String::new(), |a| format!("#{a}")),
+                );
+                let mut site = e.call_site.clone();
+                if let Some(free) = e.device_free_bytes {
+                    site = format!("device free {} — {site}", format_bytes(free));
+                }
+                let s = cell(&row, "site", &site);
+                attr(&s, "title", &site);
+                let current = moment == Some(e.moment);
+                attr(
+                    &row,
+                    "aria-selected",
+                    if current { "true" } else { "false" },
+                );
+                if current {
+                    let _ = row.class_list().add_1("current");
+                }
+                if let Some(a) = e.allocation {
+                    if a == selected {
+                        let _ = row.class_list().add_1("selected");
+                    }
+                    if highlight.as_ref().is_some_and(|h| h.contains(&a)) {
+                        let _ = row.class_list().add_1("match");
+                    }
+                }
+            }
+            None => {
+                missing = true;
+                cell(&row, "hint", "…");
+            }
+        }
+        rows.push(row);
+    }
+    l.events.fill(first, &rows);
+    if missing {
+        let from = first.saturating_sub(MARGIN);
+        let count = (count + 2 * MARGIN) as u32;
+        ask(
+            app,
+            LensRequest::Events {
+                first: from as u32,
+                count,
+            },
+        );
+    }
+}
+
+/// A page of the event list arrived.
+pub fn on_events(app: &mut App, page: EventsAnswer) {
+    if let Some(l) = app.lenses.lists.as_mut() {
+        l.events.set_total(u64::from(page.total));
+        l.events_page = Some(page);
+    }
+    if app.lenses.tab == Tab::Events {
+        render_events(app);
+    }
+}
+
+fn render_table(app: &mut App) {
+    let selected = app.lenses.selected;
+    let highlight = app.lenses.highlight.clone();
+    let Some(l) = app.lenses.lists.as_ref() else {
+        return;
+    };
+    let page = l
+        .table_page
+        .as_ref()
+        .filter(|p| p.key == l.key && p.direction == l.direction && p.filter == l.filter);
+    let (first, count) = l.table.visible();
+    let mut rows = Vec::new();
+    let mut missing = page.is_none();
+    if let Some(p) = page {
+        for i in first..first + count {
+            let row = el("div", "grid-row table-row");
+            attr(&row, "role", "row");
+            attr(&row, "id", &format!("table-row-{i}"));
+            attr(&row, "aria-rowindex", &(i + 2).to_string());
+            attr(&row, "data-index", &i.to_string());
+            let item = i
+                .checked_sub(p.page.first)
+                .and_then(|k| p.page.rows.get(usize::try_from(k).ok()?));
+            match item {
+                Some(r) => {
+                    attr(&row, "data-id", &r.id.to_string());
+                    attr(&row, "data-size", &r.size_bytes.to_string());
+                    if let Some(us) = r.lifetime_us {
+                        attr(&row, "data-lifetime-us", &us.to_string());
+                    }
+                    if let Some(b) = r.byte_us {
+                        attr(&row, "data-byte-us", &b.to_string());
+                    }
+                    if let Some(t) = r.alloc_time_us {
+                        attr(&row, "data-alloc-us", &t.to_string());
+                    }
+                    cell(&row, "num", &format!("#{}", r.id));
+                    let size = cell(&row, "num", &format_bytes(r.size_bytes));
+                    attr(
+                        &size,
+                        "title",
+                        &format!("{} bytes", format_count(r.size_bytes)),
+                    );
+                    let life = match r.lifetime_us {
+                        Some(us) => format_duration_us(us),
+                        None => format!("{} entries", format_count(u64::from(r.lifetime_events))),
+                    };
+                    cell(&row, "num", &life);
+                    let bt = match r.byte_us {
+                        Some(b) => format!("{}·s", format_bytes((b / 1e6).round() as u64)),
+                        None => format!(
+                            "{}·entries",
+                            format_bytes(r.size_bytes.saturating_mul(u64::from(r.lifetime_events)))
+                        ),
+                    };
+                    cell(&row, "num", &bt);
+                    let when = if r.before_window {
+                        "before the trace".to_owned()
+                    } else {
+                        r.alloc_time_us.map_or("—".to_owned(), format_duration_us)
+                    };
+                    cell(&row, "num", &when);
+                    let mut site = r.call_site.clone();
+                    if r.live_at_end {
+                        site.push_str(" · live at the end");
+                    }
+                    let s = cell(&row, "site", &site);
+                    attr(&s, "title", &site);
+                    let on = r.id == selected;
+                    attr(&row, "aria-selected", if on { "true" } else { "false" });
+                    if on {
+                        let _ = row.class_list().add_1("selected");
+                    }
+                    if highlight.as_ref().is_some_and(|h| h.contains(&r.id)) {
+                        let _ = row.class_list().add_1("match");
+                    }
+                    if l.active == Some(i) {
+                        let _ = row.class_list().add_1("active");
+                    }
+                }
+                None => {
+                    missing = true;
+                    cell(&row, "hint", "…");
+                }
+            }
+            rows.push(row);
+        }
+    }
+    l.table.fill(first, &rows);
+    let grid: HtmlElement = by_id("table-grid");
+    match l.active {
+        Some(i) => attr(&grid, "aria-activedescendant", &format!("table-row-{i}")),
+        None => {
+            let _ = grid.remove_attribute("aria-activedescendant");
+        }
+    }
+    for (key, id) in [
+        (SortKey::Size, "sort-size"),
+        (SortKey::Lifetime, "sort-lifetime"),
+        (SortKey::ByteTime, "sort-bytetime"),
+        (SortKey::AllocTime, "sort-time"),
+    ] {
+        let header: HtmlElement = by_id(id);
+        let sort = if key != l.key {
+            "none"
+        } else if l.direction == Direction::Descending {
+            "descending"
+        } else {
+            "ascending"
+        };
+        if let Some(parent) = header.parent_element() {
+            attr(&parent, "aria-sort", sort);
+        }
+    }
+    if missing {
+        let (key, direction, filter) = (l.key, l.direction, l.filter.clone());
+        ask(
+            app,
+            LensRequest::Table {
+                key,
+                direction,
+                filter,
+                first: first.saturating_sub(MARGIN),
+                count: (count + 2 * MARGIN) as u32,
+            },
+        );
+    }
+}
+
+/// A page of the table arrived.
+pub fn on_table(app: &mut App, page: TableAnswer) {
+    if let Some(l) = app.lenses.lists.as_mut() {
+        if page.key == l.key && page.direction == l.direction && page.filter == l.filter {
+            l.table.set_total(page.page.total_rows);
+            let grid: HtmlElement = by_id("table-grid");
+            attr(
+                &grid,
+                "aria-rowcount",
+                &(page.page.total_rows + 1).to_string(),
+            );
+            attr(&grid, "data-total", &page.page.total_rows.to_string());
+            by_id::<HtmlElement>("table-count").set_text_content(Some(&format!(
+                "{} allocations",
+                format_count(page.page.total_rows)
+            )));
+            l.table_page = Some(page);
+        }
+    }
+    if app.lenses.tab == Tab::Table {
+        render_table(app);
+    }
+}
+
+fn set_sort(app: &mut App, key: SortKey) {
+    if let Some(l) = app.lenses.lists.as_mut() {
+        if l.key == key {
+            l.direction = match l.direction {
+                Direction::Ascending => Direction::Descending,
+                Direction::Descending => Direction::Ascending,
+            };
+        } else {
+            l.key = key;
+            l.direction = match key {
+                SortKey::AllocTime => Direction::Ascending,
+                _ => Direction::Descending,
+            };
+        }
+        l.table_page = None;
+        l.active = None;
+        l.table.root.set_scroll_top(0);
+    }
+    render_table(app);
+}
+
+/// The numeric data attribute `name` of the row under an event.
+fn row_data(e: &Event, name: &str) -> Option<u64> {
+    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
+    let row = t.closest(".grid-row").ok()??;
+    row.get_attribute(name)?.parse().ok()
+}
+
+/// Wires both grids.
+pub fn wire(app: &Shared) {
+    let (events_root, table_root) = {
+        let a = app.borrow();
+        let Some(l) = a.lenses.lists.as_ref() else {
+            return;
+        };
+        (l.events.root.clone(), l.table.root.clone())
+    };
+    {
+        let app = app.clone();
+        on(&events_root, "scroll", move |_: Event| {
+            render_events(&mut app.borrow_mut())
+        });
+    }
+    {
+        let app = app.clone();
+        on(&table_root, "scroll", move |_: Event| {
+            render_table(&mut app.borrow_mut())
+        });
+    }
+    {
+        let app = app.clone();
+        on(&events_root, "click", move |e: MouseEvent| {
+            let Some(moment) = row_data(&e, "data-moment") else {
+                return;
+            };
+            let allocation = row_data(&e, "data-allocation");
+            let mut a = app.borrow_mut();
+            set_moment(&mut a, At::Moment(moment as u32));
+            if let Some(id) = allocation {
+                a.select(id as u32);
+            }
+        });
+    }
+    {
+        let app = app.clone();
+        on(
+            &by_id::<HtmlElement>("events-grid"),
+            "keydown",
+            move |e: KeyboardEvent| {
+                let mut a = app.borrow_mut();
+                let page = a
+                    .lenses
+                    .lists
+                    .as_ref()
+                    .map_or(10, |l| l.events.page() as i64);
+                let events = a.lenses.overview.as_ref().map_or(0, |o| o.events);
+                match e.key().as_str() {
+                    "ArrowDown" | "ArrowRight" => step(&mut a, 1),
+                    "ArrowUp" | "ArrowLeft" => step(&mut a, -1),
+                    "PageDown" => step(&mut a, page),
+                    "PageUp" => step(&mut a, -page),
+                    "Home" => set_moment(&mut a, At::Moment(0)),
+                    "End" => set_moment(&mut a, At::Moment(events)),
+                    _ => return,
+                }
+                e.prevent_default();
+            },
+        );
+    }
+    {
+        let app = app.clone();
+        on(&table_root, "click", move |e: MouseEvent| {
+            let Some(index) = row_data(&e, "data-index") else {
+                return;
+            };
+            let Some(id) = row_data(&e, "data-id") else {
+                return;
+            };
+            let mut a = app.borrow_mut();
+            if let Some(l) = a.lenses.lists.as_mut() {
+                l.active = Some(index);
+            }
+            select_and_reveal(&mut a, id as u32, true);
+        });
+    }
+    {
+        let app = app.clone();
+        on(
+            &by_id::<HtmlElement>("table-grid"),
+            "keydown",
+            move |e: KeyboardEvent| {
+                let mut a = app.borrow_mut();
+                let Some(l) = a.lenses.lists.as_mut() else {
+                    return;
+                };
+                let total = l.table.total();
+                if total == 0 {
+                    return;
+                }
+                let page = l.table.page();
+                let current = l.active.unwrap_or(l.table.visible().0);
+                let next = match e.key().as_str() {
+                    "ArrowDown" => (current + u64::from(l.active.is_some())).min(total - 1),
+                    "ArrowUp" => current.saturating_sub(1),
+                    "PageDown" => (current + page).min(total - 1),
+                    "PageUp" => current.saturating_sub(page),
+                    "Home" => 0,
+                    "End" => total - 1,
+                    "Enter" | " " => {
+                        e.prevent_default();
+                        let id = l.table_page.as_ref().and_then(|p| {
+                            let k = current.checked_sub(p.page.first)?;
+                            p.page.rows.get(usize::try_from(k).ok()?).map(|r| r.id)
+                        });
+                        if let Some(id) = id {
+                            select_and_reveal(&mut a, id, true);
+                        }
+                        return;
+                    }
+                    _ => return,
+                };
+                e.prevent_default();
+                l.active = Some(next);
+                l.table.reveal(next);
+                render_table(&mut a);
+            },
+        );
+    }
+    for (key, id) in [
+        (SortKey::Size, "sort-size"),
+        (SortKey::Lifetime, "sort-lifetime"),
+        (SortKey::ByteTime, "sort-bytetime"),
+        (SortKey::AllocTime, "sort-time"),
+    ] {
+        let app = app.clone();
+        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
+            set_sort(&mut app.borrow_mut(), key)
+        });
+    }
+    {
+        let app = app.clone();
+        let input: HtmlInputElement = by_id("table-filter");
+        let field = input.clone();
+        on(&input, "input", move |_: Event| {
+            let mut a = app.borrow_mut();
+            if let Some(l) = a.lenses.lists.as_mut() {
+                l.filter = field.value();
+                l.table_page = None;
+                l.active = None;
+                l.table.root.set_scroll_top(0);
+            }
+            render_table(&mut a);
+        });
+    }
+}
