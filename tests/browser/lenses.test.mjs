@@ -700,8 +700,10 @@ test('on the ~12 MiB input the state at a moment and the flame graph update in u
     const flame = stats(of('flame'));
     const stateWorker = stats(of('state-worker'));
     const flameWorker = stats(of('flame-worker'));
+    const statePage = stats(of('state-page'));
+    const flamePage = stats(of('flame-page'));
     const measures = await page.evaluate(() => performance.getEntriesByType('measure').filter((m) => m.name.startsWith('memscope:lens:')).length);
-    const report = { file: SMALL, state, flame, stateWorker, flameWorker, measures };
+    const report = { file: SMALL, state, flame, stateWorker, statePage, flameWorker, flamePage, measures };
     console.log('request → drawn, ms:', JSON.stringify(report));
     await mkdir(artifacts, { recursive: true });
     await writeFile(join(artifacts, 'lenses-timings.json'), JSON.stringify(report, null, 1));

@@ -41,6 +41,8 @@ pub struct Rank {
     pub slot: Option<usize>,
     pub state: RankState,
     pub card: HtmlElement,
+    /// When its load was sent to a worker, in ms since the Unix epoch.
+    pub sent_epoch_ms: f64,
 }
 
 /// The page.
@@ -132,6 +134,7 @@ impl App {
                 slot: None,
                 state: RankState::Queued,
                 card,
+                sent_epoch_ms: 0.0,
             });
         }
         // Ranks by the number in their name; files without one keep their own names.
@@ -201,6 +204,8 @@ impl App {
                 },
             };
             self.pool.send(slot, request);
+            self.ranks[i].sent_epoch_ms = js_sys::Date::now();
+            dom::mark("memscope:sent");
             self.render_card(i);
         }
     }
@@ -235,6 +240,7 @@ impl App {
                 }
             }
             Response::Loaded(info) => {
+                dom::mark("memscope:loaded-received");
                 self.pool.load_done(slot);
                 crate::fleet::on_rank_loaded(self, info.rank_key, slot);
                 if let Some(i) = self.index_of(info.rank_key) {
@@ -637,9 +643,12 @@ impl App {
             RankState::Ready(info) => {
                 let _ = card.class_list().remove_1("failed");
                 attr(card, "data-worker-ms", &format!("{:.1}", info.load_ms));
-                let timings: Vec<String> = info
-                    .timings
-                    .iter()
+                // Waiting for the worker, its stages, then the rest until the page had it.
+                let queued = info.started_epoch_ms - rank.sent_epoch_ms;
+                let delivered = js_sys::Date::now() - info.started_epoch_ms - info.load_ms;
+                let timings: Vec<String> = std::iter::once(("queued", queued))
+                    .chain(info.timings.iter().map(|(stage, ms)| (stage.as_str(), *ms)))
+                    .chain(std::iter::once(("delivered", delivered)))
                     .map(|(stage, ms)| format!("{stage} {ms:.0} ms"))
                     .collect();
                 attr(

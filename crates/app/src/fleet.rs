@@ -354,7 +354,8 @@ fn refresh(app: &mut App) {
                 .unwrap_or_else(|| given_path(r))
         })
         .collect();
-    let facts = reports.iter().map(|r| r.facts.clone()).collect();
+    let facts: Vec<RankFacts> = reports.iter().map(|r| r.facts.clone()).collect();
+    set_labels(&facts);
     let report = FleetReport::new(reports, &Thresholds::default());
     app.fleet.combined = Some(Combined {
         report,
@@ -677,7 +678,38 @@ fn sort_header(label: &str, action: &str, col: &str, sorted: Option<bool>) -> Ht
     th
 }
 
-/// The label of a row for people: `rank 3`, or the file name (and device).
+thread_local! {
+    /// Row labels that differ from `RankId::display`: ranks of different runs that share
+    /// a rank number are told apart by their run (set by [`refresh`]).
+    static LABELS: std::cell::RefCell<BTreeMap<RankId, String>> =
+        const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+/// The label of a row for people: `rank 3`, or the file name (and device); with the run
+/// (`tp2_pp4 · rank 0`) when ranks of several runs share the same label.
 fn who_label(id: &RankId) -> String {
-    id.display()
+    LABELS
+        .with(|l| l.borrow().get(id).cloned())
+        .unwrap_or_else(|| id.display())
+}
+
+/// Gives the rows that share a label their run's name as a prefix.
+fn set_labels(facts: &[RankFacts]) {
+    let mut by_display: BTreeMap<String, usize> = BTreeMap::new();
+    for f in facts {
+        *by_display.entry(f.id.display()).or_default() += 1;
+    }
+    let mut labels = BTreeMap::new();
+    for f in facts {
+        let display = f.id.display();
+        if by_display.get(&display).copied().unwrap_or(0) < 2 {
+            continue;
+        }
+        let run = memscope_fleet::run_name(&f.id.path);
+        let run = run.rsplit(['/', '\\']).next().unwrap_or(&run).to_owned();
+        if !run.is_empty() && run != f.id.file {
+            labels.insert(f.id.clone(), format!("{run} · {display}"));
+        }
+    }
+    LABELS.with(|l| *l.borrow_mut() = labels);
 }

@@ -360,11 +360,15 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
             refresh_tab(app);
         }
         LensResponse::Moment(answer) => {
+            let started = dom::now_ms();
             app.lenses.timings.push(("state-worker", answer.worker_ms));
             app.lenses.moment = Some(answer);
             state_panel::render(app);
             place_markers(app);
             lists::on_moment(app);
+            app.lenses
+                .timings
+                .push(("state-page", dom::now_ms() - started));
             drawn(app, "state", asked);
             if let Some(panel) = app.lenses.panel.as_ref() {
                 attr(
@@ -384,8 +388,12 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         }
         LensResponse::Reveal(answer) => reveal_answer(app, answer),
         LensResponse::Flame(answer) => {
+            let started = dom::now_ms();
             app.lenses.timings.push(("flame-worker", answer.worker_ms));
             flame::on_answer(app, *answer);
+            app.lenses
+                .timings
+                .push(("flame-page", dom::now_ms() - started));
             drawn(app, "flame", asked);
             attr(
                 &by_id::<HtmlElement>("lens-flame-pane"),

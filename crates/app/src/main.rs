@@ -61,8 +61,12 @@ fn main() {
     expose_for_automation(&app);
     lenses::wire(&app);
     lenses::expose(&app);
-    // Two workers get ready while the page waits for files.
+    // Two workers get ready while the page waits for files, and the timeline's canvas
+    // takes its size now rather than when the first file arrives.
     app.borrow_mut().pool.warm(2);
+    if let Some(t) = app.borrow_mut().timeline.as_mut() {
+        t.fit_canvas();
+    }
     chrome::install(&app);
     export::install(&app);
     dom::set_status("empty");

@@ -39,11 +39,15 @@ fn loader_url() -> Result<String, JsValue> {
     web_sys::Url::create_object_url_with_blob(&blob)
 }
 
+/// Loads a worker is given at once: one running, one waiting in the worker, so it
+/// starts the next file without waiting for the page.
+const LOADS_PER_WORKER: usize = 2;
+
 /// One worker.
 struct Slot {
     bridge: WorkerBridge<RankWorker>,
-    /// A load is in progress.
-    loading: bool,
+    /// Loads given to it and not answered yet.
+    loads: usize,
 }
 
 /// Delivers a worker's responses with the index of the slot it came from.
@@ -91,45 +95,44 @@ impl Pool {
         while self.slots.len() < n.min(self.max) {
             let index = self.slots.len();
             let bridge = self.spawn(index);
-            self.slots.push(Slot {
-                bridge,
-                loading: false,
-            });
+            self.slots.push(Slot { bridge, loads: 0 });
         }
     }
 
-    /// A worker free to load a file (spawning one if the pool may grow), or `None` when
-    /// every worker is busy loading.
+    /// A worker to load a file: an idle one, else a new one if the pool may grow, else
+    /// the least busy one with room in its queue; `None` when every queue is full.
     pub fn free_slot(&mut self) -> Option<usize> {
-        if let Some(i) = self.slots.iter().position(|s| !s.loading) {
+        if let Some(i) = self.slots.iter().position(|s| s.loads == 0) {
             return Some(i);
         }
         if self.slots.len() < self.max {
             let index = self.slots.len();
             let bridge = self.spawn(index);
-            self.slots.push(Slot {
-                bridge,
-                loading: false,
-            });
+            self.slots.push(Slot { bridge, loads: 0 });
             return Some(index);
         }
-        None
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.loads < LOADS_PER_WORKER)
+            .min_by_key(|(_, s)| s.loads)
+            .map(|(i, _)| i)
     }
 
     /// Sends a request to slot `index`.
     pub fn send(&mut self, index: usize, request: Request) {
         if let Some(slot) = self.slots.get_mut(index) {
             if matches!(request, Request::Load { .. }) {
-                slot.loading = true;
+                slot.loads += 1;
             }
             slot.bridge.send(request);
         }
     }
 
-    /// Slot `index` finished (or abandoned) its load.
+    /// Slot `index` finished (or abandoned) a load.
     pub fn load_done(&mut self, index: usize) {
         if let Some(slot) = self.slots.get_mut(index) {
-            slot.loading = false;
+            slot.loads = slot.loads.saturating_sub(1);
         }
     }
 
@@ -137,10 +140,7 @@ impl Pool {
     pub fn replace(&mut self, index: usize) {
         if index < self.slots.len() {
             let bridge = self.spawn(index);
-            self.slots[index] = Slot {
-                bridge,
-                loading: false,
-            };
+            self.slots[index] = Slot { bridge, loads: 0 };
         }
     }
 

@@ -172,6 +172,9 @@ pub struct RankInfo {
     pub load_ms: f64,
     /// Where those milliseconds went: (stage, ms) for reading, decoding, replay, index.
     pub timings: Vec<(String, f64)>,
+    /// When the worker started on the file, in ms since the Unix epoch (comparable
+    /// across threads, unlike `performance.now()`).
+    pub started_epoch_ms: f64,
 }
 
 /// One legend entry: a call site and its bytes live at the peak.

@@ -14,9 +14,10 @@ mod detail;
 mod fleet;
 mod lens;
 mod load;
+mod warmup;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
@@ -60,15 +61,90 @@ struct Rank {
 #[derive(Default)]
 struct Ranks {
     loaded: HashMap<u32, Rank>,
-    /// Loads in progress and their cancel flags.
+    /// Loads in progress or waiting, and their cancel flags.
     loading: HashMap<u32, Rc<Cell<bool>>>,
     /// The cross-rank views' models of each loaded rank, built on first use.
     fleet: HashMap<u32, Option<fleet::Cache>>,
+    /// Loads waiting their turn: the page keeps a second file queued here so the
+    /// worker moves on to it without waiting for the page to answer.
+    queue: VecDeque<Job>,
+    /// A load is running (files are read one at a time: two at once would only share
+    /// the core and raise the peak memory).
+    running: bool,
+}
+
+/// A load the page asked for.
+struct Job {
+    id: HandlerId,
+    rank_key: u32,
+    name: String,
+    source: memscope_protocol::Source,
+    view: memscope_protocol::ViewHint,
+    cancelled: Rc<Cell<bool>>,
+}
+
+/// Loads queued files one after the other until the queue is empty.
+async fn run_queue(ranks: Rc<RefCell<Ranks>>, scope: WorkerScope<RankWorker>) {
+    loop {
+        let job = {
+            let mut r = ranks.borrow_mut();
+            match r.queue.pop_front() {
+                Some(job) => job,
+                None => {
+                    r.running = false;
+                    return;
+                }
+            }
+        };
+        let Job {
+            id,
+            rank_key,
+            name,
+            source,
+            view,
+            cancelled,
+        } = job;
+        // A crash now is this file's: the ones waiting can be read by another worker.
+        crash::set_loading(&[rank_key]);
+        let result = load::load(&scope, id, rank_key, source, &cancelled).await;
+        crash::set_loading(&[]);
+        ranks.borrow_mut().loading.remove(&rank_key);
+        match result {
+            Ok(rank) => {
+                let info = load::rank_info(
+                    rank_key,
+                    &name,
+                    &rank.snap,
+                    &rank.devices,
+                    rank.load_ms,
+                    rank.started_epoch_ms,
+                    rank.timings.clone(),
+                );
+                scope.respond(id, Response::Loaded(info));
+                let first = rank
+                    .devices
+                    .first()
+                    .map(|d| (d.device, full_view(&d.index, view.width_px, view.height_px)));
+                ranks
+                    .borrow_mut()
+                    .loaded
+                    .insert(rank_key, rank.into_rank(name));
+                // The page shows a freshly loaded rank's first device at once if nothing
+                // is shown yet: send that view without waiting to be asked.
+                if let Some((device, view)) = first {
+                    send_strips(&ranks.borrow(), id, rank_key, device, 0, view);
+                }
+            }
+            Err(message) => scope.respond(id, Response::Failed { rank_key, message }),
+        }
+    }
 }
 
 /// The gloo-worker actor: one per worker, holding every rank given to it.
 pub struct RankWorker {
     ranks: Rc<RefCell<Ranks>>,
+    /// Set by the first real request: the warm-up stops.
+    busy: Rc<Cell<bool>>,
 }
 
 impl Worker for RankWorker {
@@ -77,14 +153,18 @@ impl Worker for RankWorker {
     type Output = Response;
 
     fn create(_scope: &WorkerScope<Self>) -> Self {
+        let busy = Rc::new(Cell::new(false));
+        wasm_bindgen_futures::spawn_local(warmup::run(busy.clone()));
         RankWorker {
             ranks: Rc::default(),
+            busy,
         }
     }
 
     fn update(&mut self, _scope: &WorkerScope<Self>, _msg: ()) {}
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, id: HandlerId) {
+        self.busy.set(true);
         crash::set_handler(id);
         match msg {
             Request::Load {
@@ -94,42 +174,22 @@ impl Worker for RankWorker {
                 view,
             } => {
                 let cancelled = Rc::new(Cell::new(false));
-                self.ranks
-                    .borrow_mut()
-                    .loading
-                    .insert(rank_key, cancelled.clone());
-                crash::set_loading(&self.ranks.borrow().loading);
-                let ranks = self.ranks.clone();
-                let scope = scope.clone();
-                wasm_bindgen_futures::spawn_local(async move {
-                    let result = load::load(&scope, id, rank_key, source, &cancelled).await;
-                    ranks.borrow_mut().loading.remove(&rank_key);
-                    crash::set_loading(&ranks.borrow().loading);
-                    match result {
-                        Ok(rank) => {
-                            let info = load::rank_info(
-                                rank_key,
-                                &name,
-                                &rank.snap,
-                                &rank.devices,
-                                rank.load_ms,
-                                rank.timings.clone(),
-                            );
-                            scope.respond(id, Response::Loaded(info));
-                            let first = rank.devices.first().map(|d| {
-                                (d.device, full_view(&d.index, view.width_px, view.height_px))
-                            });
-                            ranks
-                                .borrow_mut()
-                                .loaded
-                                .insert(rank_key, rank.into_rank(name));
-                            if let Some((device, view)) = first {
-                                send_strips(&ranks.borrow(), id, rank_key, device, 0, view);
-                            }
-                        }
-                        Err(message) => scope.respond(id, Response::Failed { rank_key, message }),
-                    }
-                });
+                let start = {
+                    let mut ranks = self.ranks.borrow_mut();
+                    ranks.loading.insert(rank_key, cancelled.clone());
+                    ranks.queue.push_back(Job {
+                        id,
+                        rank_key,
+                        name,
+                        source,
+                        view,
+                        cancelled,
+                    });
+                    !std::mem::replace(&mut ranks.running, true)
+                };
+                if start {
+                    wasm_bindgen_futures::spawn_local(run_queue(self.ranks.clone(), scope.clone()));
+                }
             }
             Request::Cancel { rank_key } => {
                 if let Some(flag) = self.ranks.borrow().loading.get(&rank_key) {
@@ -267,16 +327,20 @@ fn now_ms() -> f64 {
         .map_or(0.0, |p| p.now())
 }
 
+/// `now_ms()` as milliseconds since the Unix epoch.
+fn epoch_ms(now: f64) -> f64 {
+    js_sys::global()
+        .unchecked_into::<web_sys::WorkerGlobalScope>()
+        .performance()
+        .map_or(now, |p| p.time_origin() + now)
+}
+
 mod crash {
     //! Keeps the crash reporter informed. A panic or an out-of-memory trap leaves the
     //! wasm instance unusable, so the report itself is plain JavaScript
     //! (web/worker-crash.js, loaded before this bundle); Rust only keeps it current, in
     //! `self.__memscopeWorker`, of the bridge id and the ranks being loaded, and records
     //! panic messages.
-
-    use std::cell::Cell;
-    use std::collections::HashMap;
-    use std::rc::Rc;
 
     use gloo_worker::HandlerId;
     use js_sys::{Array, Reflect};
@@ -306,11 +370,11 @@ mod crash {
         }
     }
 
-    /// Remembers the ranks being loaded.
-    pub(crate) fn set_loading(loading: &HashMap<u32, Rc<Cell<bool>>>) {
+    /// Remembers the ranks being read (a crash is reported as theirs).
+    pub(crate) fn set_loading(loading: &[u32]) {
         let state = state();
         if state.is_object() {
-            let keys: Array = loading.keys().map(|&k| JsValue::from(k)).collect();
+            let keys: Array = loading.iter().map(|&k| JsValue::from(k)).collect();
             let _ = Reflect::set(&state, &"loading".into(), &keys);
         }
     }

@@ -27,6 +27,7 @@ pub struct Loaded {
     pub snap: Snapshot,
     pub devices: Vec<DeviceModel>,
     pub load_ms: f64,
+    pub started_epoch_ms: f64,
     pub timings: Vec<(String, f64)>,
 }
 
@@ -121,19 +122,27 @@ pub async fn load(
             let size = file.size();
             progress.total_bytes = size;
             loader = loader.with_total_len(size as u64);
-            let mut offset = 0.0;
             progress.report(0.0, Phase::Reading, true);
-            while offset < size {
-                cancel_check()?;
+            // The read of the next chunk is under way while this one is decoded.
+            let read = |offset: f64| -> Result<JsFuture, String> {
                 let end = (offset + FILE_CHUNK).min(size);
                 let blob = file
                     .slice_with_f64_and_f64(offset, end)
                     .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
-                let bytes = JsFuture::from(blob.array_buffer())
+                Ok(JsFuture::from(blob.array_buffer()))
+            };
+            let mut offset = 0.0;
+            let mut next = (size > 0.0).then(|| read(0.0)).transpose()?;
+            while let Some(pending) = next.take() {
+                cancel_check()?;
+                let bytes = pending
                     .await
                     .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
+                offset = (offset + FILE_CHUNK).min(size);
+                if offset < size {
+                    next = Some(read(offset)?);
+                }
                 feed(&mut loader, &Uint8Array::new(&bytes))?;
-                offset = end;
                 progress.report(offset, Phase::Reading, false);
             }
         }
@@ -239,6 +248,7 @@ pub async fn load(
         snap,
         devices,
         load_ms: now_ms() - started,
+        started_epoch_ms: crate::epoch_ms(started),
     })
 }
 
@@ -249,6 +259,7 @@ pub fn rank_info(
     snap: &Snapshot,
     devices: &[DeviceModel],
     load_ms: f64,
+    started_epoch_ms: f64,
     timings: Vec<(String, f64)>,
 ) -> RankInfo {
     let encoding = {
@@ -316,5 +327,6 @@ pub fn rank_info(
         encoding,
         load_ms,
         timings,
+        started_epoch_ms,
     }
 }

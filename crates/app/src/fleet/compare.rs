@@ -348,11 +348,11 @@ fn render_result(app: &App, cmp: &Comparison, body: &HtmlElement) {
     let cols: [(&str, SortKey, &str); 7] = [
         ("Change", SortKey::Change, "change"),
         ("Call site", SortKey::Label, "label"),
-        ("B − A at peak", SortKey::Delta, "delta"),
+        ("B − A", SortKey::Delta, "delta"),
         ("A at peak", SortKey::BytesA, "bytes-a"),
         ("B at peak", SortKey::BytesB, "bytes-b"),
-        ("A allocations", SortKey::CountA, "count-a"),
-        ("B allocations", SortKey::CountB, "count-b"),
+        ("A allocs", SortKey::CountA, "count-a"),
+        ("B allocs", SortKey::CountB, "count-b"),
     ];
     for (label, key, name) in cols {
         let sorted = (s.sort == key || (key == SortKey::Delta && s.sort == SortKey::AbsDelta))

@@ -137,19 +137,3 @@ pub fn theme() -> Theme {
 pub fn clock(time_us: f64) -> String {
     String::from(js_sys::Date::new(&(time_us / 1000.0).into()).to_iso_string())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scale_runs_from_dark_purple_to_yellow() {
-        assert_eq!(channels(ramp(0.0)), [0x44, 0x01, 0x54, 255]);
-        assert_eq!(channels(ramp(1.0)), [0xfd, 0xe7, 0x25, 255]);
-        assert_eq!(channels(ramp(0.5)), [0x21, 0x90, 0x8d, 255]);
-        assert_eq!(ramp(-3.0), ramp(0.0));
-        assert_eq!(ramp(f64::NAN), ramp(0.0));
-        assert_eq!(text_on(ramp(0.0)), "#fff");
-        assert_eq!(text_on(ramp(1.0)), "#000");
-    }
-}

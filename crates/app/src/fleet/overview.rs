@@ -272,11 +272,21 @@ pub fn render(app: &App) {
         // The file name too, unless it only says the rank.
         let plain = |r: u64| row.id.file.starts_with(&format!("rank{r}."));
         if row.id.rank.is_some_and(|r| !plain(r)) {
-            append(&name, &el_text("span", "file-cell", &format!(" {}", row.id.file)));
+            append(
+                &name,
+                &el_text("span", "file-cell", &format!(" {}", row.id.file)),
+            );
         }
         append(&tr, &name);
         let bar_cell = el("td", "bar-cell");
-        let bar = el("div", if row.outlier { "bar outlier" } else { "bar" });
+        let bar = el(
+            "div",
+            if row.outlier {
+                "fleet-bar outlier"
+            } else {
+                "fleet-bar"
+            },
+        );
         let f = if max > 0.0 { values[i] / max } else { 0.0 };
         style(&bar, "width", &format!("{:.2}%", f * 100.0));
         let color = if row.outlier {

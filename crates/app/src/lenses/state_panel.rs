@@ -482,7 +482,11 @@ fn render_blocks(app: &App) {
                 append(&line1, &sizes);
                 if loss > 0 {
                     let l = el_text("span", "num hint", &format!("+{}", format_bytes(loss)));
-                    attr(&l, "title", &format!("rounding loss {} bytes", format_count(loss)));
+                    attr(
+                        &l,
+                        "title",
+                        &format!("rounding loss {} bytes", format_count(loss)),
+                    );
                     append(&line1, &l);
                 }
                 append(&row, &line1);

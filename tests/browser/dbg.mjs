@@ -1,0 +1,13 @@
+import { serve, browser } from './harness.mjs';
+const server = await serve(process.env.MEMSCOPE_DIST);
+const b = await browser();
+const page = b.page;
+await page.goto(server.url);
+await page.waitForSelector('body[data-status="empty"]');
+await page.waitForTimeout(Number(process.env.WAIT || 0));
+await page.setInputFiles('#file-input', (process.env.FILES || '/tmp/memscope-bench/small.pickle').split(','));
+await page.waitForFunction(() => performance.getEntriesByName('memscope:loaded').length > 0 && performance.getEntriesByName('memscope:first-paint').length > 0, null, {timeout: 120000});
+console.log(await page.evaluate(() => performance.getEntriesByType('mark').map(m => m.name.replace('memscope:','').replace('dbg:','') + '@' + m.startTime.toFixed(0)).join(' ')));
+console.log(await page.$$eval('.rank-card', cs => cs.map(c => c.dataset.file + ': ' + c.dataset.timings + ' total ' + c.dataset.workerMs).join('\n')));
+console.log('layout', await page.$eval('#canvas', c => c.dataset.layoutMs));
+await b.close(); await server.close();

@@ -1,0 +1,22 @@
+import { serve, browser } from './harness.mjs';
+const server = await serve(process.env.MEMSCOPE_DIST);
+const b = await browser();
+const page = b.page;
+await page.goto(server.url);
+await page.waitForSelector('body[data-status="empty"]');
+await page.waitForTimeout(3000);
+const cdp = await b.context.newCDPSession(page);
+await cdp.send('Profiler.enable');
+await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+await cdp.send('Profiler.start');
+await page.setInputFiles('#file-input', (process.env.FILES || '/tmp/memscope-bench/small.pickle').split(','));
+await page.waitForFunction(() => performance.getEntriesByName('memscope:loaded').length > 0, null, {timeout: 120000});
+const { profile } = await cdp.send('Profiler.stop');
+const self = new Map();
+const dt = profile.timeDeltas; const byId = new Map(profile.nodes.map(n => [n.id, n]));
+const counts = new Map();
+for (let i = 0; i < profile.samples.length; i++) counts.set(profile.samples[i], (counts.get(profile.samples[i]) || 0) + (dt[i] || 0));
+for (const [id, t] of counts) { const n = byId.get(id); const key = n.callFrame.functionName + ' ' + (n.callFrame.url || '').split('/').pop() + ':' + n.callFrame.lineNumber; self.set(key, (self.get(key) || 0) + t); }
+const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
+for (const [k, t] of top) console.log((t / 1000).toFixed(1).padStart(8), 'ms', k);
+await b.close(); await server.close();
