@@ -290,7 +290,7 @@ pub fn summaries_csv(app: &App) -> String {
 pub fn summaries_json(app: &App) -> String {
     summaries(app)
         .iter()
-        .filter_map(|s| serde_json_line(s))
+        .filter_map(serde_json_line)
         .collect()
 }
 

@@ -179,7 +179,14 @@ pub struct Share {
     written: String,
     /// When the hash was last replaced (panning writes at most a few times a second).
     replaced_ms: f64,
+    /// A replace held back by that limit is due (a timer will write it).
+    trailing: bool,
+    /// The page, for that timer.
+    app: Option<std::rc::Weak<std::cell::RefCell<App>>>,
 }
+
+/// Minimum interval between replaced hashes while the view moves.
+const REPLACE_MS: f64 = 250.0;
 
 fn loaded_names(app: &App) -> Vec<String> {
     app.ranks
@@ -226,7 +233,25 @@ pub fn changed(app: &mut App, push: bool) {
         return;
     }
     let now = dom::now_ms();
-    if !push && now - app.share.replaced_ms < 250.0 {
+    if !push && now - app.share.replaced_ms < REPLACE_MS {
+        // Too soon after the last write: write once the view has settled, so the hash
+        // always ends up with the final view.
+        if !app.share.trailing {
+            if let Some(weak) = app.share.app.clone() {
+                app.share.trailing = true;
+                let due = Closure::once_into_js(move || {
+                    if let Some(app) = weak.upgrade() {
+                        let mut app = app.borrow_mut();
+                        app.share.trailing = false;
+                        changed(&mut app, false);
+                    }
+                });
+                let _ = dom::window().set_timeout_with_callback_and_timeout_and_arguments_0(
+                    due.unchecked_ref(),
+                    REPLACE_MS as i32,
+                );
+            }
+        }
         return;
     }
     let hash = format(&current(app));
@@ -391,6 +416,7 @@ fn run(app: &Shared, hash: &str) {
 
 /// Wires the hash (at start and on back/forward) and the postMessage handshake.
 pub fn install(app: &Shared) {
+    app.borrow_mut().share.app = Some(std::rc::Rc::downgrade(app));
     let hash = dom::window().location().hash().unwrap_or_default();
     run(app, &hash);
     {
