@@ -157,3 +157,10 @@ export async function paintedPixels(page) {
     return { painted, total: copy.width * copy.height };
   });
 }
+
+/** Where allocation `id` is drawn on the memory timeline (client px), once the strips
+ * drawn are the current view's own (not an older view's seen through a new mapping). */
+export async function locate(page, id) {
+  await page.waitForFunction((i) => window.memscope.stats().settled && window.memscope.locate(i), id);
+  return page.evaluate((i) => window.memscope.locate(i), id);
+}

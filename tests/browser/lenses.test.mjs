@@ -11,17 +11,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, writeFile, mkdir, readFile } from 'node:fs/promises';
+import { mkdtemp, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  serve, browser, screenshot, dropFiles, reference, fixtures, artifacts,
-} from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, reference, fixtures, locate } from './harness.mjs';
 
 const FP32 = join(fixtures, 'corpus', 'real', 'forward-fp32.pickle');
 const CRAFTED = join(fixtures, 'crafted', 'snap.json');
-const SMALL = '/tmp/memscope-bench/small.pickle';
 
 // A replay of one device's trace in CPython: allocations with their moments (moment
 // k + 1 is the state after entry k; allocations made before the window live from 0),
@@ -168,8 +164,10 @@ test('the state at a moment matches a replay of the trace; the event list, ←/�
     assert.equal(shown[0], '531 MiB');
     assert.equal(shown[1], '556,843,008 bytes');
 
-    // End of the event list: the state at the snapshot.
+    // The event list opens on the moment's entry.
     await tab(page, 'events');
+    await page.waitForSelector(`#events-list .grid-row.current[data-index="${peakMoment - 1}"]`);
+    // End of the event list: the state at the snapshot.
     await page.focus('#events-grid');
     await page.keyboard.press('End');
     await waitMoment(page, fp32.events);
@@ -192,20 +190,20 @@ test('the state at a moment matches a replay of the trace; the event list, ←/�
     // A click on a row of the list: that entry's moment.
     await page.keyboard.press('Home');
     await waitMoment(page, 0);
-    await page.click('#events-list .grid-row[data-index="9"]');
-    await waitMoment(page, 10);
-    assert.equal((await lens(page)).totals.allocated_bytes, fp32.liveBytes(10));
+    await page.click('#events-list .grid-row[data-index="3"]');
+    await waitMoment(page, 4);
+    assert.equal((await lens(page)).totals.allocated_bytes, fp32.liveBytes(4));
     // ← / → anywhere step it too.
     await page.click('#moment-summary');
     await page.keyboard.press('ArrowRight');
-    await waitMoment(page, 11);
+    await waitMoment(page, 5);
     await page.keyboard.press('ArrowLeft');
     await page.keyboard.press('ArrowLeft');
-    await waitMoment(page, 9);
+    await waitMoment(page, 3);
     // A click on the ruler under the memory timeline sets the moment there.
     const ruler = await page.$eval('#x-axis', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
     await page.mouse.click(ruler.x + ruler.w * 0.4, ruler.y + ruler.h / 2);
-    await page.waitForFunction(() => window.memscope.lenses().moment > 11);
+    await page.waitForFunction(() => window.memscope.lenses().moment > 5);
     l = await lens(page);
     assert.equal(l.totals.allocated_bytes, fp32.liveBytes(l.moment));
     // The moment line sits where the ruler was clicked.
@@ -224,6 +222,9 @@ test('one selection in every view: events → segments, lanes, flame, detail; ti
   try {
     // Select allocation #0 (the first alloc entry) from the event list.
     await tab(page, 'events');
+    await page.focus('#events-grid');
+    await page.keyboard.press('Home');
+    await waitMoment(page, 0);
     await page.click('#events-list .grid-row[data-index="0"]');
     await page.waitForSelector('#detail-body[data-allocation="0"]');
     await waitMoment(page, 1);
@@ -252,7 +253,7 @@ test('one selection in every view: events → segments, lanes, flame, detail; ti
 
     // Select on the memory timeline: allocation #680 (the 681st alloc entry, 19.5 MiB).
     await page.keyboard.press('f');
-    const at = await page.evaluate(() => window.memscope.locate(680));
+    const at = await locate(page, 680);
     await page.mouse.click(at.x, at.y);
     await page.waitForSelector('#detail-body[data-allocation="680"]');
     const a680 = fp32.allocs[680];
@@ -270,13 +271,14 @@ test('one selection in every view: events → segments, lanes, flame, detail; ti
     await tab(page, 'segments');
     await page.waitForFunction((r) => window.memscope.lenses().segments.expanded === r && window.memscope.lenses().segments.selectedDrawn,
       segmentRow(fp32, a680.addr));
-    // A click on the segment timeline selects what is drawn there: allocation #0 again.
-    await page.keyboard.press('f');
-    await page.$eval('#segments-scroll', (e) => { e.scrollTop = 0; });
-    const inSegments = await page.waitForFunction(() => window.memscope.lensLocate('segments', 0));
-    const p0 = await inSegments.jsonValue();
-    await page.mouse.click(p0.x, p0.y);
-    await page.waitForSelector('#detail-body[data-allocation="0"]');
+    // Esc clears the selection everywhere; a click on the segment timeline selects what
+    // is drawn there (#680 again: 19.5 MiB of a 20 MiB segment, a whole row tall).
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => window.memscope.lenses().selected === null && window.memscope.lenses().segments.expanded === null);
+    const inSegments = await page.waitForFunction(() => window.memscope.lensLocate('segments', 680));
+    const p680 = await inSegments.jsonValue();
+    await page.mouse.click(p680.x, p680.y);
+    await page.waitForSelector('#detail-body[data-allocation="680"]');
     assert.deepEqual(errors, []);
   } finally {
     await b.close();
@@ -655,62 +657,6 @@ test('allocator settings with units, the roundup table, and OOM events on the ti
     // A click on it: the moment after the OOM entry (entry 16 of device 0's trace).
     await page.click('#oom-marks .oom-flag');
     await waitMoment(page, 17);
-    assert.deepEqual(errors, []);
-  } finally {
-    await b.close();
-  }
-});
-
-test('on the ~12 MiB input the state at a moment and the flame graph update in under 100 ms', { skip: !existsSync(SMALL) && 'no /tmp/memscope-bench/small.pickle (python3 bench/scale.py --preset small)' }, async () => {
-  const b = await browser();
-  const { page, errors } = b;
-  try {
-    await page.goto(server.url);
-    await page.waitForSelector('body[data-status="empty"]');
-    await page.setInputFiles('#file-input', SMALL);
-    await page.waitForSelector('body[data-status="ready"]', { timeout: 120000 });
-    await page.waitForFunction(() => window.memscope.lenses().moment !== null, null, { timeout: 60000 });
-    await tab(page, 'flame');
-    await page.waitForFunction(() => window.memscope.lenses().flame.nodes > 0, null, { timeout: 60000 });
-    const startTimings = (await lens(page)).timings.length;
-    // Step the moment entry by entry (waiting for each state and flame to be drawn).
-    await page.click('#moment-summary');
-    for (let i = 0; i < 20; i++) {
-      const m = (await lens(page)).moment;
-      await page.keyboard.press('ArrowRight');
-      await page.waitForFunction((m) => {
-        const l = window.memscope.lenses();
-        return l.moment === m + 1 && l.flame.moment === m + 1;
-      }, m);
-    }
-    // Clicks on the ruler at moments far apart.
-    const ruler = await page.$eval('#x-axis', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
-    for (let i = 0; i < 10; i++) {
-      const before = (await lens(page)).timings.length;
-      await page.mouse.click(ruler.x + ruler.w * (0.05 + 0.09 * i), ruler.y + ruler.h / 2);
-      await page.waitForFunction((n) => {
-        const l = window.memscope.lenses();
-        return l.timings.length >= n + 2 && l.flame.moment === l.moment;
-      }, before);
-    }
-    const timings = (await lens(page)).timings.slice(startTimings);
-    const of = (what) => timings.filter(([w]) => w === what).map(([, ms]) => ms).sort((a, b) => a - b);
-    const stats = (xs) => ({ n: xs.length, median: xs[Math.floor(xs.length / 2)], p90: xs[Math.floor(xs.length * 0.9)], max: xs[xs.length - 1] });
-    const state = stats(of('state'));
-    const flame = stats(of('flame'));
-    const stateWorker = stats(of('state-worker'));
-    const flameWorker = stats(of('flame-worker'));
-    const statePage = stats(of('state-page'));
-    const flamePage = stats(of('flame-page'));
-    const measures = await page.evaluate(() => performance.getEntriesByType('measure').filter((m) => m.name.startsWith('memscope:lens:')).length);
-    const report = { file: SMALL, state, flame, stateWorker, statePage, flameWorker, flamePage, measures };
-    console.log('request → drawn, ms:', JSON.stringify(report));
-    await mkdir(artifacts, { recursive: true });
-    await writeFile(join(artifacts, 'lenses-timings.json'), JSON.stringify(report, null, 1));
-    await screenshot(page, 'lenses-small-flame');
-    assert.ok(state.n >= 25 && flame.n >= 25);
-    assert.ok(state.median < 100, `state median ${state.median} ms`);
-    assert.ok(flame.median < 100, `flame median ${flame.median} ms`);
     assert.deepEqual(errors, []);
   } finally {
     await b.close();

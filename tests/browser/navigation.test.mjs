@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { serve, browser, screenshot, dropFiles, fixtures } from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, fixtures, locate } from './harness.mjs';
 
 let server;
 let b;
@@ -98,7 +98,7 @@ test('Alt+drag zooms to a box; Esc clears the selection', async () => {
   await screenshot(page, 'navigation-box-zoom');
   // Select something, then Esc clears it.
   await page.keyboard.press('f');
-  const at = await page.evaluate(() => window.memscope.locate(680));
+  const at = await locate(page, 680);
   await page.mouse.click(at.x, at.y);
   await page.waitForSelector('#detail-body[data-allocation="680"]');
   await page.keyboard.press('Escape');

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { serve, browser, screenshot, dropFiles, reference, fixtures, prefix } from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, reference, fixtures, prefix, locate } from './harness.mjs';
 
 const real = (name) => join(fixtures, 'corpus', 'real', name);
 
@@ -192,7 +192,7 @@ test('a bookmark restores the view once its files are open; back and forward ste
     await page.click('.device[data-file="forward-fp32.pickle"]');
     await page.waitForSelector('body[data-status="ready"]');
     // Allocation 680 lives in the last 28 µs: select it, then zoom on the end.
-    const at = await page.evaluate(() => window.memscope.locate(680));
+    const at = await locate(page, 680);
     await page.mouse.click(at.x, at.y);
     await page.waitForSelector('#detail-body[data-allocation="680"]');
     await page.keyboard.press('w');
@@ -305,7 +305,7 @@ test('? shows every key; the theme is remembered; the canvas is sharp on HiDPI; 
     await page.keyboard.press('?');
     await page.waitForSelector('#help-overlay:not([hidden])');
     const keys = await page.$eval('#help-overlay', (e) => e.innerText);
-    for (const k of ['W', 'S', 'A', 'D', 'Alt', 'Esc', 'F']) assert.ok(keys.includes(k), k);
+    for (const k of ['W', 'S', 'A', 'D', 'Alt', 'Esc', 'F', '←', '→', 'PgDn', 'drag on the ruler', 'in Find']) assert.ok(keys.includes(k), k);
     await screenshot(page, 'share-help');
     await page.keyboard.press('Escape');
     await page.waitForSelector('#help-overlay[hidden]', { state: 'attached' });

@@ -5,9 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import {
-  serve, browser, screenshot, dropFiles, reference, paintedPixels, fixtures,
-} from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, reference, paintedPixels, fixtures, locate } from './harness.mjs';
 
 const real = (name) => join(fixtures, 'corpus', 'real', name);
 const bad = (name) => join(fixtures, 'corpus', 'bad', name);
@@ -89,7 +87,7 @@ test('clicking a known allocation shows its stack in the detail panel', async ()
     await page.waitForSelector('body[data-status="ready"]');
     // The largest allocation of forward-fp32 is its 681st alloc (id 680), 20,480,000
     // bytes, allocated by forward at linear.py:15 (CPython: pickle.load of the file).
-    const at = await page.evaluate(() => window.memscope.locate(680));
+    const at = await locate(page, 680);
     assert.ok(at, 'allocation 680 is drawn');
     await page.mouse.move(at.x, at.y);
     await page.mouse.down();

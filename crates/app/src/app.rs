@@ -314,6 +314,7 @@ impl App {
                         dom::mark("memscope:first-paint");
                     }
                 }
+                crate::lenses::on_strips_drawn(self);
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
                 if self.dirty || self.timeline.as_ref().is_some_and(Timeline::stale) {
@@ -406,6 +407,11 @@ impl App {
                 attr(&e, "aria-selected", if on { "true" } else { "false" });
             }
         }
+    }
+
+    /// Whether the timeline shows strips laid out for its current view (none pending).
+    pub fn strips_settled(&self) -> bool {
+        !self.in_flight && !self.dirty && !self.timeline.as_ref().is_some_and(Timeline::stale)
     }
 
     /// Asks the active device's worker for strips of the current view (one request in

@@ -61,6 +61,32 @@ pub fn show(e: &HtmlElement, visible: bool) {
     e.set_hidden(!visible);
 }
 
+/// Shows `tip`, absolutely positioned inside `within`, beside the pointer at client
+/// coordinates (`cx`, `cy`): below and to the right, or on the other side of the
+/// pointer where it would overflow `within`.
+pub fn show_tooltip(tip: &HtmlElement, within: &Element, cx: f64, cy: f64) {
+    const GAP: f64 = 14.0;
+    show(tip, true);
+    let r = within.get_bounding_client_rect();
+    let (w, h) = (
+        f64::from(tip.offset_width()),
+        f64::from(tip.offset_height()),
+    );
+    let (x, y) = (cx - r.left(), cy - r.top());
+    let left = if x + GAP + w > r.width() {
+        x - GAP - w
+    } else {
+        x + GAP
+    };
+    let top = if y + GAP + h > r.height() {
+        y - GAP - h
+    } else {
+        y + GAP
+    };
+    style(tip, "left", &format!("{:.0}px", left.max(0.0)));
+    style(tip, "top", &format!("{:.0}px", top.max(0.0)));
+}
+
 /// Sets an inline style property.
 pub fn style(e: &HtmlElement, property: &str, value: &str) {
     let _ = e.style().set_property(property, value);

@@ -288,10 +288,7 @@ pub fn summaries_csv(app: &App) -> String {
 
 /// The summaries as JSON lines, exactly as `memscope summary --json` prints them.
 pub fn summaries_json(app: &App) -> String {
-    summaries(app)
-        .iter()
-        .filter_map(serde_json_line)
-        .collect()
+    summaries(app).iter().filter_map(serde_json_line).collect()
 }
 
 fn serde_json_line<T: serde::Serialize>(value: &T) -> Option<String> {

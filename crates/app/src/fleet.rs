@@ -41,6 +41,7 @@ use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
 use crate::app::{App, RankState, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
+use crate::later::{self, Later, When};
 
 /// Allocation ids listed as buttons in the selection bar (the count is always exact).
 const SELECTION_CHIPS: usize = 40;
@@ -56,6 +57,8 @@ pub struct Fleet {
     shown: bool,
     /// The reports combined, in rank order.
     combined: Option<Combined>,
+    /// `combined` changed while the view was hidden: its panels are out of date.
+    panels_stale: bool,
     /// What `combined` was made from: (rank key, state) of every rank.
     signature: Vec<(u32, u8)>,
     /// Request numbers for heatmap and compare questions.
@@ -92,7 +95,7 @@ pub struct Combined {
 impl Combined {
     /// The row of a rank id.
     pub fn row_of(&self, id: &RankId) -> Option<usize> {
-        self.facts.iter().position(|f| &f.id == id)
+        self.facts.iter().position(|f| &f.figures.id == id)
     }
 
     /// The (rank key, device) of a rank id.
@@ -125,7 +128,7 @@ impl Window {
     /// entries either side.
     pub fn around(facts: &RankFacts, time_us: Option<i64>, offset: Option<u64>) -> Option<Window> {
         if let Some(t) = time_us {
-            let span = match (facts.first_time_us, facts.last_time_us) {
+            let span = match (facts.figures.first_time_us, facts.figures.last_time_us) {
                 (Some(a), Some(b)) => b.saturating_sub(a),
                 _ => 0,
             };
@@ -136,7 +139,7 @@ impl Window {
             });
         }
         let o = i64::try_from(offset?).unwrap_or(i64::MAX);
-        let half = (i64::try_from(facts.events).unwrap_or(i64::MAX) / 40).max(20);
+        let half = (i64::try_from(facts.figures.events).unwrap_or(i64::MAX) / 40).max(20);
         Some(Window::Entries {
             start: o.saturating_sub(half),
             end: o.saturating_add(half),
@@ -270,7 +273,7 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
         FleetResponse::Report(reports) => {
             app.fleet.reports.insert(rank_key, reports);
             app.fleet.signature.clear();
-            refresh(app);
+            refresh_soon(app);
             if app.active.is_some_and(|(k, _)| k == rank_key) {
                 lanes::render_rank_lane(app);
             }
@@ -288,8 +291,17 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 /// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
 pub fn on_ranks_changed(app: &mut App) {
     dom::show(&by_id("view-switch"), !app.ranks.is_empty());
-    refresh(app);
+    refresh_soon(app);
     update_status(app);
+}
+
+/// How long the fleet waits for more ranks or reports before combining them: while
+/// ranks load, each one's arrival would otherwise redo the whole fleet.
+const COMBINE_MS: i32 = 50;
+
+/// Combines the reports shortly, once for any number of changes in between.
+fn refresh_soon(app: &mut App) {
+    later::schedule(app, Later::Fleet, When::After(COMBINE_MS), refresh);
 }
 
 /// A device is shown on the timeline.
@@ -321,12 +333,16 @@ fn state_code(state: &RankState) -> u8 {
 }
 
 /// Recombines the reports and redraws the fleet panels if anything changed.
-fn refresh(app: &mut App) {
-    let signature: Vec<(u32, u8)> = app
-        .ranks
+/// What the combined reports are made from: (rank key, state) of every rank.
+fn signature(app: &App) -> Vec<(u32, u8)> {
+    app.ranks
         .iter()
         .map(|r| (r.key, state_code(&r.state)))
-        .collect();
+        .collect()
+}
+
+fn refresh(app: &mut App) {
+    let signature = signature(app);
     if signature == app.fleet.signature {
         return;
     }
@@ -338,7 +354,7 @@ fn refresh(app: &mut App) {
             continue;
         }
         for report in app.fleet.reports.get(&r.key).into_iter().flatten() {
-            who.push((r.key, report.facts.id.device));
+            who.push((r.key, report.facts.figures.id.device));
             reports.push(report.clone());
         }
     }
@@ -363,8 +379,14 @@ fn refresh(app: &mut App) {
         facts,
         failed,
     });
-    render_all(app);
+    // The panels are drawn when they are seen.
+    if app.fleet.shown {
+        render_all(app);
+    } else {
+        app.fleet.panels_stale = true;
+    }
     heat::maybe_request(app);
+    update_status(app);
 }
 
 /// Redraws every fleet panel from the combined reports.
@@ -388,12 +410,16 @@ fn all_reported(app: &App) -> bool {
     })
 }
 
-/// `#fleet[data-status]`: `empty`, `loading` (ranks or reports on their way), `ready`
-/// (every panel drawn from every loaded rank).
+/// `#fleet[data-status]`: `empty`, `loading` (ranks or reports on their way, or not
+/// combined yet), `ready` (every panel's data made from every loaded rank; the panels
+/// are drawn whenever the view is shown).
 fn update_status(app: &App) {
     let status = if app.ranks.is_empty() {
         "empty"
-    } else if !all_reported(app) || !app.fleet.heat.settled() {
+    } else if !all_reported(app)
+        || !app.fleet.heat.settled()
+        || signature(app) != app.fleet.signature
+    {
         "loading"
     } else {
         "ready"
@@ -417,8 +443,12 @@ fn set_view(app: &mut App, fleet: bool) {
         attr(&tab, "tabindex", if on { "0" } else { "-1" });
     }
     if fleet {
-        heat::render(app);
-        lanes::render(app);
+        if std::mem::take(&mut app.fleet.panels_stale) {
+            render_all(app);
+        } else {
+            heat::render(app);
+            lanes::render(app);
+        }
         compare::render_curves(app);
     } else {
         // The timeline's canvas had no size while hidden.
@@ -697,18 +727,18 @@ fn who_label(id: &RankId) -> String {
 fn set_labels(facts: &[RankFacts]) {
     let mut by_display: BTreeMap<String, usize> = BTreeMap::new();
     for f in facts {
-        *by_display.entry(f.id.display()).or_default() += 1;
+        *by_display.entry(f.figures.id.display()).or_default() += 1;
     }
     let mut labels = BTreeMap::new();
     for f in facts {
-        let display = f.id.display();
+        let display = f.figures.id.display();
         if by_display.get(&display).copied().unwrap_or(0) < 2 {
             continue;
         }
-        let run = memscope_fleet::run_name(&f.id.path);
+        let run = memscope_fleet::run_name(&f.figures.id.path);
         let run = run.rsplit(['/', '\\']).next().unwrap_or(&run).to_owned();
-        if !run.is_empty() && run != f.id.file {
-            labels.insert(f.id.clone(), format!("{run} · {display}"));
+        if !run.is_empty() && run != f.figures.id.file {
+            labels.insert(f.figures.id.clone(), format!("{run} · {display}"));
         }
     }
     LABELS.with(|l| *l.borrow_mut() = labels);

@@ -49,6 +49,7 @@ use web_sys::{Event, HtmlElement, KeyboardEvent, MouseEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id, on, style};
+use crate::later::{self, Later, When};
 
 /// The tabs under the memory timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -206,6 +207,8 @@ pub struct Lenses {
     pub panel: Option<state_panel::Panel>,
     /// Zoom to the next revealed allocation even when it is in view.
     reveal_zoom: bool,
+    /// The shown device's first questions wait for the timeline's first strips.
+    start_pending: bool,
 }
 
 impl Default for Lenses {
@@ -231,6 +234,7 @@ impl Default for Lenses {
             lists: None,
             panel: None,
             reveal_zoom: false,
+            start_pending: false,
         }
     }
 }
@@ -316,12 +320,37 @@ pub fn on_device_shown(app: &mut App) {
     if let Some(t) = app.timeline.as_mut() {
         t.set_highlight(None);
     }
+    // Empty panels now; their contents once the memory timeline is on the screen, so
+    // that the linked views never delay its first paint.
     state_panel::render(app);
     state_panel::render_range(app);
+    if app.timeline.is_some() {
+        app.lenses.start_pending = true;
+    } else {
+        start(app);
+    }
+}
+
+/// The memory timeline drew strips: the first time for a device, the linked views
+/// start right after that frame is shown.
+pub fn on_strips_drawn(app: &mut App) {
+    if std::mem::take(&mut app.lenses.start_pending) {
+        later::schedule(app, Later::LensStart, When::AfterPaint, start);
+    }
+}
+
+/// The first questions about the shown device.
+fn start(app: &mut App) {
+    if app.lenses.device != app.active {
+        return;
+    }
     settings::render(app);
     place_markers(app);
     ask(app, LensRequest::Overview);
-    set_moment(app, At::Peak);
+    // Unless the moment was chosen in the meantime.
+    if matches!(app.lenses.moment_target, At::Peak) && app.lenses.moment.is_none() {
+        set_moment(app, At::Peak);
+    }
     search::rerun(app);
     refresh_tab(app);
 }
@@ -517,7 +546,7 @@ pub fn on_view_changed(app: &mut App) {
         .flame
         .axis_changed(app.timeline.as_ref().map(|t| t.view.axis))
     {
-        flame::request(app);
+        later::schedule(app, Later::LensFlame, When::Settled, flame::request);
     }
 }
 
@@ -579,7 +608,9 @@ fn refresh_tab(app: &mut App) {
                 flame::draw(app);
             }
         }
-        Tab::Table | Tab::Events => lists::refresh(app),
+        // The event list opens on the moment's entry.
+        Tab::Events => lists::on_moment(app),
+        Tab::Table => lists::refresh(app),
         Tab::Settings => {}
     }
 }
@@ -651,7 +682,9 @@ pub fn place_markers(app: &mut App) {
 pub fn wire(app: &Shared) {
     {
         let mut a = app.borrow_mut();
-        a.lenses.rows = Some(rows::Panes::new());
+        let panes = rows::Panes::new();
+        panes.fit_shown();
+        a.lenses.rows = Some(panes);
         a.lenses.lists = Some(lists::Lists::new());
         a.lenses.panel = Some(state_panel::Panel::new());
     }
@@ -763,6 +796,11 @@ pub fn wire(app: &Shared) {
 /// selects a range.
 fn wire_ruler(app: &Shared) {
     let ruler: HtmlElement = by_id("x-axis");
+    attr(
+        &ruler,
+        "title",
+        "Click to set the moment; drag to see what happened over a range",
+    );
     let start: Rc<std::cell::Cell<Option<(f64, f64)>>> = Rc::default();
     {
         let app = app.clone();

@@ -12,6 +12,7 @@ mod dom;
 mod export;
 mod files;
 mod fleet;
+mod later;
 mod lenses;
 mod panel;
 mod pool;
@@ -57,6 +58,7 @@ fn main() {
     wire_loading(&app);
     wire_timeline(&app);
     wire_panel(&app);
+    later::install(&app);
     fleet::wire(&app);
     expose_for_automation(&app);
     lenses::wire(&app);
@@ -461,11 +463,7 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
         lines.push(format!("allocation #{hit} — click for details"));
     }
     readout.set_text_content(Some(&lines.join("\n")));
-    let plot: HtmlElement = by_id("plot");
-    let r = plot.get_bounding_client_rect();
-    dom::style(&readout, "left", &format!("{}px", cx - r.left() + 14.0));
-    dom::style(&readout, "top", &format!("{}px", cy - r.top() + 14.0));
-    dom::show(&readout, true);
+    dom::show_tooltip(&readout, &by_id::<HtmlElement>("plot"), cx, cy);
 }
 
 fn draw_box(sx: f64, sy: f64, cx: f64, cy: f64) {
@@ -480,7 +478,9 @@ fn draw_box(sx: f64, sy: f64, cx: f64, cy: f64) {
 }
 
 /// `window.memscope`: a small read-only API for scripts and tests driving the page —
-/// where an allocation is drawn, how many instances and frames were drawn.
+/// where an allocation is drawn, how many instances and frames were drawn, whether the
+/// strips drawn are those of the current view, how many allocations the loaded ranks
+/// hold.
 fn expose_for_automation(app: &Shared) {
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::JsValue;
@@ -505,6 +505,18 @@ fn expose_for_automation(app: &Shared) {
         Closure::<dyn Fn() -> JsValue>::new(move || {
             let app = app.borrow();
             let out = js_sys::Object::new();
+            let allocations: u32 = app
+                .ranks
+                .iter()
+                .filter_map(|r| match &r.state {
+                    app::RankState::Ready(info) => {
+                        Some(info.devices.iter().map(|d| d.allocations).sum::<u32>())
+                    }
+                    _ => None,
+                })
+                .sum();
+            let _ = js_sys::Reflect::set(&out, &"allocations".into(), &allocations.into());
+            let _ = js_sys::Reflect::set(&out, &"settled".into(), &app.strips_settled().into());
             if let Some(t) = app.timeline.as_ref() {
                 let _ = js_sys::Reflect::set(&out, &"instances".into(), &t.instances().into());
                 let _ = js_sys::Reflect::set(&out, &"frames".into(), &t.frames.into());

@@ -147,14 +147,14 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
             .iter()
             .map(|r| {
                 vec![
-                    r.id.file.clone(),
-                    r.id.rank.map_or("-".to_owned(), |r| r.to_string()),
-                    r.id.device.to_string(),
-                    format_count(r.events),
-                    format_count(r.ooms),
-                    format_bytes(r.peak_allocated_bytes),
-                    format_bytes(u64::try_from(r.peak_reserved_bytes).unwrap_or(0)),
-                    format_bytes(r.end_allocated_bytes),
+                    r.figures.id.file.clone(),
+                    r.figures.id.rank.map_or("-".to_owned(), |r| r.to_string()),
+                    r.figures.id.device.to_string(),
+                    format_count(r.figures.events),
+                    format_count(r.figures.ooms),
+                    format_bytes(r.figures.peak_allocated_bytes),
+                    format_bytes(u64::try_from(r.figures.peak_reserved_bytes).unwrap_or(0)),
+                    format_bytes(r.figures.end_allocated_bytes),
                     if r.outlier {
                         outlier_text(r)
                     } else {
@@ -181,7 +181,7 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
                     writeln!(
                         out,
                         "{}: {} +{} vs {}",
-                        row.id.display(),
+                        row.figures.id.display(),
                         s.site.label,
                         format_bytes(s.delta_bytes.unsigned_abs()),
                         o.reference.display()

@@ -159,7 +159,7 @@ fn one_leaking_rank_of_eight_is_named_everywhere() {
         .rows
         .iter()
         .filter(|r| r.outlier)
-        .map(|r| r.id.rank.unwrap())
+        .map(|r| r.figures.id.rank.unwrap())
         .collect();
     assert_eq!(flagged, [leak_rank]);
     let row = &fleet.overview.rows[leak_rank as usize];

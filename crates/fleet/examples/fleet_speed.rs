@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
     let t_cmp = t.elapsed().as_secs_f64();
-    let events: u64 = fleet.overview.rows.iter().map(|r| r.events).sum();
+    let events: u64 = fleet.overview.rows.iter().map(|r| r.figures.events).sum();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

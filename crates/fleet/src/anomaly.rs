@@ -417,7 +417,7 @@ pub fn outlier_anomalies(overview: &Overview) -> Vec<Anomaly> {
             let site = o.grown_sites.first();
             let mut summary = format!(
                 "{}: {what} {} is {pct:.0} % above the median {} ({z})",
-                row.id.display(),
+                row.figures.id.display(),
                 format_bytes(o.value),
                 format_bytes(o.median as u64),
             );
@@ -429,14 +429,14 @@ pub fn outlier_anomalies(overview: &Overview) -> Vec<Anomaly> {
                 );
             }
             out.push(Anomaly {
-                key: key(AnomalyKind::RankOutlier, &row.id, o.metric.name()),
+                key: key(AnomalyKind::RankOutlier, &row.figures.id, o.metric.name()),
                 kind: AnomalyKind::RankOutlier,
-                id: row.id.clone(),
+                id: row.figures.id.clone(),
                 summary,
                 site: site.map(|s| s.site.clone()),
                 bytes: (o.value as f64 - o.median).max(0.0) as u64,
                 time_us: match o.metric {
-                    crate::overview::Metric::PeakAllocated => row.peak_allocated_time_us,
+                    crate::overview::Metric::PeakAllocated => row.figures.peak_allocated_time_us,
                     crate::overview::Metric::PeakReserved => None,
                 },
                 evidence: Evidence::Outlier(o.clone()),

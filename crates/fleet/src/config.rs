@@ -155,14 +155,14 @@ pub fn runs_from_ranks(facts: &[RankFacts], failed_paths: &[String], metric: Met
     let mut runs: BTreeMap<String, (Option<u64>, RunStatus)> = BTreeMap::new();
     for f in facts {
         let value = match metric {
-            Metric::PeakAllocated => f.peak_allocated_bytes,
-            Metric::PeakReserved => u64::try_from(f.peak_reserved_bytes).unwrap_or(0),
+            Metric::PeakAllocated => f.figures.peak_allocated_bytes,
+            Metric::PeakReserved => u64::try_from(f.figures.peak_reserved_bytes).unwrap_or(0),
         };
         let run = runs
-            .entry(run_name(&f.id.path))
+            .entry(run_name(&f.figures.id.path))
             .or_insert((None, RunStatus::Ok));
         run.0 = Some(run.0.map_or(value, |v| v.max(value)));
-        if f.ooms > 0 && run.1 == RunStatus::Ok {
+        if f.figures.ooms > 0 && run.1 == RunStatus::Ok {
             run.1 = RunStatus::Oom;
         }
     }
@@ -336,21 +336,24 @@ pub fn config_grid(runs: &[Run], row_key: &str, col_key: &str, capacity_bytes: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::overview::RankFigures;
     use crate::rank::RankId;
 
     fn facts(path: &str, peak: u64, ooms: u64) -> RankFacts {
         RankFacts {
-            id: RankId::new(path, 0),
-            events: 1,
-            ooms,
-            peak_allocated_bytes: peak,
-            peak_allocated_time_us: None,
-            peak_reserved_bytes: peak as i64 + 1,
-            allocated_bytes: 0,
-            reserved_bytes: 0,
-            end_allocated_bytes: 0,
-            first_time_us: None,
-            last_time_us: None,
+            figures: RankFigures {
+                id: RankId::new(path, 0),
+                events: 1,
+                ooms,
+                peak_allocated_bytes: peak,
+                peak_allocated_time_us: None,
+                peak_reserved_bytes: peak as i64 + 1,
+                allocated_bytes: 0,
+                reserved_bytes: 0,
+                end_allocated_bytes: 0,
+                first_time_us: None,
+                last_time_us: None,
+            },
             sites_at_peak: Vec::new(),
         }
     }

@@ -55,18 +55,29 @@ impl Axis {
     /// The axis shared by `facts`: their time span if every row with entries has a
     /// clock, else entry offsets up to the longest trace.
     pub fn for_ranks(facts: &[RankFacts], bins: u32) -> Axis {
-        let with_events: Vec<&RankFacts> = facts.iter().filter(|f| f.events > 0).collect();
+        let with_events: Vec<&RankFacts> = facts.iter().filter(|f| f.figures.events > 0).collect();
         let timed = with_events
             .iter()
-            .all(|f| f.first_time_us.is_some() && f.last_time_us.is_some());
+            .all(|f| f.figures.first_time_us.is_some() && f.figures.last_time_us.is_some());
         if timed && !with_events.is_empty() {
-            let start = with_events.iter().filter_map(|f| f.first_time_us).min();
-            let end = with_events.iter().filter_map(|f| f.last_time_us).max();
+            let start = with_events
+                .iter()
+                .filter_map(|f| f.figures.first_time_us)
+                .min();
+            let end = with_events
+                .iter()
+                .filter_map(|f| f.figures.last_time_us)
+                .max();
             if let (Some(start), Some(end)) = (start, end) {
                 return Axis::new(AxisKind::TimeUs, start, end, bins);
             }
         }
-        let longest = facts.iter().map(|f| f.events).max().unwrap_or(1).max(1);
+        let longest = facts
+            .iter()
+            .map(|f| f.figures.events)
+            .max()
+            .unwrap_or(1)
+            .max(1);
         Axis::new(
             AxisKind::Events,
             0,

@@ -51,7 +51,7 @@
 //!     .rows
 //!     .iter()
 //!     .filter(|r| r.outlier)
-//!     .map(|r| r.id.rank)
+//!     .map(|r| r.figures.id.rank)
 //!     .collect();
 //! assert_eq!(flagged, [Some(3)]);
 //! assert_eq!(fleet.anomalies[0].key, "outlier/run/rank3.pickle/d0/peak_allocated");
@@ -81,7 +81,7 @@ pub use config::{
 };
 pub use heatmap::{heat_row, Axis, AxisKind, HeatRow, Heatmap};
 pub use iterations::{IterationSource, Iterations};
-pub use overview::{Metric, Outlier, OutlierRule, Overview, RankFacts, RankRow};
+pub use overview::{Metric, Outlier, OutlierRule, Overview, RankFacts, RankFigures, RankRow};
 pub use phases::{phases, Phase, PhaseLanes, PhaseList, RankPhases};
 pub use rank::{RankId, RankModel};
 pub use sites::{Site, SiteTable};
@@ -134,9 +134,9 @@ impl FleetReport {
         for r in reports {
             anomalies.extend(r.anomalies);
             lanes.push(RankPhases {
-                file: r.facts.id.path.clone(),
-                rank: r.facts.id.rank,
-                device: r.facts.id.device,
+                file: r.facts.figures.id.path.clone(),
+                rank: r.facts.figures.id.rank,
+                device: r.facts.figures.id.device,
                 phases: r.phases,
             });
         }

@@ -71,7 +71,7 @@ pub struct SiteBytes {
 
 /// The overview figures of one (file, device).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RankFacts {
+pub struct RankFigures {
     /// Which file and device.
     #[serde(flatten)]
     pub id: RankId,
@@ -95,6 +95,14 @@ pub struct RankFacts {
     pub first_time_us: Option<i64>,
     /// Latest `time_us`.
     pub last_time_us: Option<i64>,
+}
+
+/// What the overview and the anomalies know of one (file, device).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankFacts {
+    /// The figures shown in the overview.
+    #[serde(flatten)]
+    pub figures: RankFigures,
     /// Call sites live at the peak of allocated bytes, largest first.
     pub sites_at_peak: Vec<SiteBytes>,
 }
@@ -113,7 +121,7 @@ impl RankFacts {
                 count: l.ids.len() as u64,
             })
             .collect();
-        RankFacts {
+        let figures = RankFigures {
             id: model.id.clone(),
             events: s.events,
             ooms: s.actions.get("oom").copied().unwrap_or(0),
@@ -132,6 +140,9 @@ impl RankFacts {
                 .unwrap_or(model.timeline.initial_allocated),
             first_time_us: s.first_time_us,
             last_time_us: s.last_time_us,
+        };
+        RankFacts {
+            figures,
             sites_at_peak,
         }
     }
@@ -158,8 +169,8 @@ impl Metric {
 
     fn of(self, f: &RankFacts) -> f64 {
         match self {
-            Metric::PeakAllocated => f.peak_allocated_bytes as f64,
-            Metric::PeakReserved => f.peak_reserved_bytes.max(0) as f64,
+            Metric::PeakAllocated => f.figures.peak_allocated_bytes as f64,
+            Metric::PeakReserved => f.figures.peak_reserved_bytes.max(0) as f64,
         }
     }
 }
@@ -199,32 +210,12 @@ pub struct Outlier {
     pub grown_sites: Vec<SiteDelta>,
 }
 
-/// One line of the overview: the facts without the site list, and outlier flags.
+/// One line of the overview: the figures and outlier flags.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankRow {
-    /// Which file and device.
+    /// The rank's figures.
     #[serde(flatten)]
-    pub id: RankId,
-    /// Trace entries.
-    pub events: u64,
-    /// `oom` entries.
-    pub ooms: u64,
-    /// Maximum allocated bytes over the trace.
-    pub peak_allocated_bytes: u64,
-    /// When it was first reached.
-    pub peak_allocated_time_us: Option<i64>,
-    /// Maximum reserved bytes over the trace.
-    pub peak_reserved_bytes: i64,
-    /// Allocated bytes at the snapshot (active blocks).
-    pub allocated_bytes: u64,
-    /// Reserved bytes at the snapshot.
-    pub reserved_bytes: u64,
-    /// Allocated bytes after the last trace entry.
-    pub end_allocated_bytes: u64,
-    /// Earliest `time_us`.
-    pub first_time_us: Option<i64>,
-    /// Latest `time_us`.
-    pub last_time_us: Option<i64>,
+    pub figures: RankFigures,
     /// Whether any metric flags this row.
     pub outlier: bool,
     /// The flags, one per metric.
@@ -267,17 +258,7 @@ impl Overview {
         let mut rows: Vec<RankRow> = facts
             .iter()
             .map(|f| RankRow {
-                id: f.id.clone(),
-                events: f.events,
-                ooms: f.ooms,
-                peak_allocated_bytes: f.peak_allocated_bytes,
-                peak_allocated_time_us: f.peak_allocated_time_us,
-                peak_reserved_bytes: f.peak_reserved_bytes,
-                allocated_bytes: f.allocated_bytes,
-                reserved_bytes: f.reserved_bytes,
-                end_allocated_bytes: f.end_allocated_bytes,
-                first_time_us: f.first_time_us,
-                last_time_us: f.last_time_us,
+                figures: f.figures.clone(),
                 outlier: false,
                 outliers: Vec::new(),
             })
@@ -317,7 +298,7 @@ impl Overview {
                         mad,
                         robust_z: z,
                         relative_gap: if gap.is_finite() { gap } else { f64::MAX },
-                        reference: facts[reference].id.clone(),
+                        reference: facts[reference].figures.id.clone(),
                         grown_sites,
                     });
                 }
@@ -361,17 +342,19 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &p)| RankFacts {
-                id: RankId::new(&format!("rank{i}.pickle"), 0),
-                events: 1,
-                ooms: 0,
-                peak_allocated_bytes: p,
-                peak_allocated_time_us: None,
-                peak_reserved_bytes: 100,
-                allocated_bytes: 0,
-                reserved_bytes: 0,
-                end_allocated_bytes: 0,
-                first_time_us: None,
-                last_time_us: None,
+                figures: RankFigures {
+                    id: RankId::new(&format!("rank{i}.pickle"), 0),
+                    events: 1,
+                    ooms: 0,
+                    peak_allocated_bytes: p,
+                    peak_allocated_time_us: None,
+                    peak_reserved_bytes: 100,
+                    allocated_bytes: 0,
+                    reserved_bytes: 0,
+                    end_allocated_bytes: 0,
+                    first_time_us: None,
+                    last_time_us: None,
+                },
                 sites_at_peak: Vec::new(),
             })
             .collect()

@@ -174,7 +174,7 @@ fn skew_and_oom_are_found_on_their_ranks() {
         .rows
         .iter()
         .filter(|r| r.outlier)
-        .map(|r| r.id.rank.unwrap())
+        .map(|r| r.figures.id.rank.unwrap())
         .collect();
     assert_eq!(flagged, [skew["rank"].as_u64().unwrap()]);
     let row = &fleet.overview.rows[5];
@@ -216,7 +216,7 @@ fn skew_and_oom_are_found_on_their_ranks() {
     // Injected right after the last iteration's peak: what was live is the peak.
     assert_eq!(
         ev.allocated_bytes,
-        fleet.overview.rows[2].peak_allocated_bytes
+        fleet.overview.rows[2].figures.peak_allocated_bytes
     );
     assert!(ev.live_allocations > 0 && !ev.top_sites.is_empty());
     let held: u64 = ev.top_sites.iter().map(|s| s.bytes).sum();

@@ -550,43 +550,14 @@ pub(crate) fn empty_strips(view: &RowsView, top: f64, height: u32) -> Strips {
     Strips::from_parts(timeline, view.x0, top, Vec::new(), Vec::new(), Vec::new())
 }
 
-/// The moment each pixel column of `view` shows: the same rule and arithmetic as the
-/// memory timeline's [`layout`](crate::layout()) (among the state in effect at the
-/// column's left edge and every state entered inside it, the first with the most
-/// allocated bytes; [`NO_MOMENT`] outside the data). `view.axis` must be effective.
+/// The moment each pixel column of `view` shows, chosen as the memory timeline's
+/// [`layout`](crate::layout()) chooses it ([`NO_MOMENT`] outside the data).
+/// `view.axis` must be effective.
 pub(crate) fn column_moments(index: &TimelineIndex, view: &RowsView) -> Vec<u32> {
-    let axis = view.axis;
     let tl = view.timeline(1);
-    let w = view.width_px as usize;
-    let mut moments = vec![NO_MOMENT; w];
-    let data_end = index.data_end(axis);
-    for (j, slot) in moments.iter_mut().enumerate() {
-        let c0 = tl.column_x(j as u32);
-        let outside = match axis {
-            Axis::Time => c0 > data_end,
-            Axis::Events => c0 >= data_end,
-        };
-        let before_end = index.moments_before(axis, tl.column_x(j as u32 + 1), j + 1 == w);
-        if before_end == 0 || outside {
-            continue;
-        }
-        let below = index.moments_before(axis, c0, false);
-        let at_or_below = index.moments_before(axis, c0, true);
-        let l = if at_or_below > below {
-            below
-        } else {
-            below.saturating_sub(1)
-        };
-        let h = before_end.max(l + 1);
-        let mut best = l;
-        for m in l + 1..h {
-            if index.totals[m] > index.totals[best] {
-                best = m;
-            }
-        }
-        *slot = best as u32;
-    }
-    moments
+    (0..view.width_px as usize)
+        .map(|j| crate::layout::column_moments(index, &tl, j).map_or(NO_MOMENT, |c| c.shown as u32))
+        .collect()
 }
 
 /// A moving state over a set of allocations ("slots"): which are live at the current

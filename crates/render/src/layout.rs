@@ -262,6 +262,54 @@ impl HitIndex {
     }
 }
 
+/// The moments one pixel column covers.
+pub(crate) struct ColumnMoments {
+    /// The state in effect when the column begins.
+    pub lo: usize,
+    /// One past the last state entered before the column ends (the last column
+    /// includes its right edge).
+    pub hi: usize,
+    /// The one the column shows: the first of `lo..hi` with the most allocated bytes.
+    pub shown: usize,
+}
+
+/// The moments column `j` of `view` covers (`view.axis` must be effective), or `None`
+/// where the column is outside the data.
+pub(crate) fn column_moments(
+    index: &TimelineIndex,
+    view: &TimelineView,
+    j: usize,
+) -> Option<ColumnMoments> {
+    let axis = view.axis;
+    let last = j + 1 == view.width_px as usize;
+    let c0 = view.column_x(j as u32);
+    let outside = match axis {
+        Axis::Time => c0 > index.data_end(axis),
+        Axis::Events => c0 >= index.data_end(axis),
+    };
+    let before_end = index.moments_before(axis, view.column_x(j as u32 + 1), last);
+    if before_end == 0 || outside {
+        return None;
+    }
+    // The state in effect at c0 is the last moment at x ≤ c0; when several sit exactly
+    // at c0 (entries with the same time), all of them are candidates.
+    let below = index.moments_before(axis, c0, false);
+    let at_or_below = index.moments_before(axis, c0, true);
+    let lo = if at_or_below > below {
+        below
+    } else {
+        below.saturating_sub(1)
+    };
+    let hi = before_end.max(lo + 1);
+    let mut shown = lo;
+    for m in lo + 1..hi {
+        if index.totals[m] > index.totals[shown] {
+            shown = m;
+        }
+    }
+    Some(ColumnMoments { lo, hi, shown })
+}
+
 /// Lays out `view` of `index` (see the crate docs for the level-of-detail rules and
 /// their guarantees). O(allocations) to set up the state at the first column, then
 /// O(log allocations) per allocation starting or ending in the view and per band
@@ -285,42 +333,15 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
     }
     let w = view.width_px as usize;
 
-    // Each column's candidate moments `lo..hi`: the state in effect when it begins and
-    // every state entered before it ends (the last column includes its right edge),
-    // and the one it shows: the first with the most allocated bytes.
     let mut lo = vec![0u32; w];
     let mut hi = vec![0u32; w];
     let mut moments = vec![NO_MOMENT; w];
-    let data_end = index.data_end(axis);
     for j in 0..w {
-        let c0 = view.column_x(j as u32);
-        let outside = match axis {
-            Axis::Time => c0 > data_end,
-            Axis::Events => c0 >= data_end,
-        };
-        let before_end = index.moments_before(axis, view.column_x(j as u32 + 1), j + 1 == w);
-        if before_end == 0 || outside {
-            continue;
+        if let Some(c) = column_moments(index, &view, j) {
+            lo[j] = c.lo as u32;
+            hi[j] = c.hi as u32;
+            moments[j] = c.shown as u32;
         }
-        // The state in effect at c0 is the last moment at x ≤ c0; when several sit
-        // exactly at c0 (entries with the same time), all of them are candidates.
-        let below = index.moments_before(axis, c0, false);
-        let at_or_below = index.moments_before(axis, c0, true);
-        let l = if at_or_below > below {
-            below
-        } else {
-            below.saturating_sub(1)
-        };
-        let h = before_end.max(l + 1);
-        let mut best = l;
-        for m in l + 1..h {
-            if index.totals[m] > index.totals[best] {
-                best = m;
-            }
-        }
-        lo[j] = l as u32;
-        hi[j] = h as u32;
-        moments[j] = best as u32;
     }
 
     if let Some(&first) = moments.iter().find(|&&m| m != NO_MOMENT) {

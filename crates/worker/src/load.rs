@@ -12,9 +12,9 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::{now_ms, DeviceModel, Rank, RankWorker};
 
-/// Bytes read from a `File` per step: large enough that the awaits between chunks cost
-/// nothing, small enough that progress and cancellation stay responsive.
-const FILE_CHUNK: f64 = 4.0 * 1024.0 * 1024.0;
+/// Bytes of a buffer handed over whole decoded per step: large enough that the steps
+/// cost nothing, small enough that progress and cancellation stay responsive.
+const BUFFER_CHUNK: f64 = 4.0 * 1024.0 * 1024.0;
 
 /// Bytes handed to the decoder per call.
 const FEED_PIECE: usize = 256 * 1024;
@@ -77,6 +77,43 @@ fn js_error(e: JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// Feeds every chunk of a byte stream to `feed`, reporting progress. A read error is
+/// told as `failed` followed by the browser's reason; `feed`'s errors pass unchanged.
+async fn pump(
+    reader: &web_sys::ReadableStreamDefaultReader,
+    failed: &str,
+    progress: &mut Progress<'_>,
+    cancel_check: &dyn Fn() -> Result<(), String>,
+    mut feed: impl FnMut(&Uint8Array) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut read = 0.0;
+    loop {
+        if let Err(e) = cancel_check() {
+            // Stops the browser reading ahead for nothing.
+            let _ = reader.cancel();
+            return Err(e);
+        }
+        let result = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("{failed}: {}", js_error(e)))?;
+        let done = js_sys::Reflect::get(&result, &"done".into())
+            .map(|v| v.is_truthy())
+            .unwrap_or(true);
+        if done {
+            return Ok(());
+        }
+        let chunk: Uint8Array = js_sys::Reflect::get(&result, &"value".into())
+            .map_err(|e| format!("{failed}: {}", js_error(e)))?
+            .unchecked_into();
+        read += f64::from(chunk.length());
+        if let Err(e) = feed(&chunk) {
+            let _ = reader.cancel();
+            return Err(e);
+        }
+        progress.report(read, Phase::Reading, false);
+    }
+}
+
 /// Reads and analyses a rank. Errors are plain-words messages for the page.
 pub async fn load(
     scope: &WorkerScope<RankWorker>,
@@ -123,28 +160,18 @@ pub async fn load(
             progress.total_bytes = size;
             loader = loader.with_total_len(size as u64);
             progress.report(0.0, Phase::Reading, true);
-            // The read of the next chunk is under way while this one is decoded.
-            let read = |offset: f64| -> Result<JsFuture, String> {
-                let end = (offset + FILE_CHUNK).min(size);
-                let blob = file
-                    .slice_with_f64_and_f64(offset, end)
-                    .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
-                Ok(JsFuture::from(blob.array_buffer()))
-            };
-            let mut offset = 0.0;
-            let mut next = (size > 0.0).then(|| read(0.0)).transpose()?;
-            while let Some(pending) = next.take() {
-                cancel_check()?;
-                let bytes = pending
-                    .await
-                    .map_err(|e| format!("cannot read the file: {}", js_error(e)))?;
-                offset = (offset + FILE_CHUNK).min(size);
-                if offset < size {
-                    next = Some(read(offset)?);
-                }
-                feed(&mut loader, &Uint8Array::new(&bytes))?;
-                progress.report(offset, Phase::Reading, false);
-            }
+            // The browser's own stream of the file reads ahead while a chunk is decoded,
+            // which overlapped reading and decoding better than slices read one ahead.
+            let reader: web_sys::ReadableStreamDefaultReader =
+                file.stream().get_reader().unchecked_into();
+            pump(
+                &reader,
+                "cannot read the file",
+                &mut progress,
+                &cancel_check,
+                |chunk| feed(&mut loader, chunk),
+            )
+            .await?;
         }
         Source::Bytes(bytes) => {
             let size = f64::from(bytes.byte_length());
@@ -153,7 +180,7 @@ pub async fn load(
             let mut offset = 0.0;
             while offset < size {
                 cancel_check()?;
-                let end = (offset + FILE_CHUNK).min(size);
+                let end = (offset + BUFFER_CHUNK).min(size);
                 let chunk = Uint8Array::new_with_byte_offset_and_length(
                     &bytes,
                     offset as u32,
@@ -190,25 +217,14 @@ pub async fn load(
                 .body()
                 .ok_or_else(|| format!("cannot fetch {url}: the response has no body"))?;
             let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-            let mut read = 0.0;
-            loop {
-                cancel_check()?;
-                let result = JsFuture::from(reader.read())
-                    .await
-                    .map_err(|e| format!("reading {url} failed: {}", js_error(e)))?;
-                let done = js_sys::Reflect::get(&result, &"done".into())
-                    .map(|v| v.is_truthy())
-                    .unwrap_or(true);
-                if done {
-                    break;
-                }
-                let value = js_sys::Reflect::get(&result, &"value".into())
-                    .map_err(|e| format!("reading {url} failed: {}", js_error(e)))?;
-                let chunk: Uint8Array = value.unchecked_into();
-                read += f64::from(chunk.length());
-                feed(&mut loader, &chunk)?;
-                progress.report(read, Phase::Reading, false);
-            }
+            pump(
+                &reader,
+                &format!("reading {url} failed"),
+                &mut progress,
+                &cancel_check,
+                |chunk| feed(&mut loader, chunk),
+            )
+            .await?;
         }
     }
     cancel_check()?;

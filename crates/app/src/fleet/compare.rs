@@ -137,10 +137,10 @@ fn side_select(c: &Combined, id: &str, label: &str, value: Option<(u32, i32)>) -
     attr(&select, "id", id);
     attr(&select, "data-action", "compare-option");
     for (i, f) in c.facts.iter().enumerate() {
-        let text = if f.id.rank.is_some() {
-            format!("{} — {}", who_label(&f.id), f.id.path)
+        let text = if f.figures.id.rank.is_some() {
+            format!("{} — {}", who_label(&f.figures.id), f.figures.id.path)
         } else {
-            who_label(&f.id)
+            who_label(&f.figures.id)
         };
         let o = el_text("option", "", &text);
         attr(&o, "value", &who_value(c.who[i]));
@@ -605,7 +605,7 @@ pub fn run(app: &mut App) {
         c.who
             .iter()
             .position(|x| *x == w)
-            .is_some_and(|i| c.facts[i].first_time_us.is_some())
+            .is_some_and(|i| c.facts[i].figures.first_time_us.is_some())
     };
     let use_time = timed(a) && timed(b);
     let s = &app.fleet.compare;

@@ -148,7 +148,7 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
             .and_then(|rows| rows.iter().find(|r| r.id.device == device))
             .cloned()
             .unwrap_or_else(|| HeatRow {
-                id: c.facts[i].id.clone(),
+                id: c.facts[i].figures.id.clone(),
                 site: None,
                 values: vec![None; axis.bins as usize],
                 max_bytes: 0,
@@ -478,19 +478,12 @@ pub fn wire(app: &Shared) {
                 None => "nothing recorded".to_owned(),
             });
             hover.set_text_content(Some(&lines.join("\n")));
-            let plot = canvas_parent();
-            let pr = plot.get_bounding_client_rect();
-            style(
+            dom::show_tooltip(
                 &hover,
-                "left",
-                &format!("{}px", f64::from(e.client_x()) - pr.left() + 14.0),
+                &canvas_parent(),
+                f64::from(e.client_x()),
+                f64::from(e.client_y()),
             );
-            style(
-                &hover,
-                "top",
-                &format!("{}px", f64::from(e.client_y()) - pr.top() + 14.0),
-            );
-            dom::show(&hover, true);
         });
     }
     on(&canvas, "mouseleave", move |_: MouseEvent| {

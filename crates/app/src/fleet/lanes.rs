@@ -163,7 +163,7 @@ pub fn render(app: &App) {
         }
         let li = el("li", "heat-label");
         style(&li, "height", &format!("{ROW_PX}px"));
-        let id = &c.facts[i].id;
+        let id = &c.facts[i].figures.id;
         attr(&li, "data-file", &id.file);
         attr(
             &li,
@@ -303,24 +303,18 @@ pub fn wire(app: &Shared) {
             let Some(p) = list.phases.get(k) else { return };
             hover.set_text_content(Some(&format!(
                 "{}\n{}",
-                who_label(&c.facts[row].id),
+                who_label(&c.facts[row].figures.id),
                 phase_text(p)
             )));
             let Some(plot) = canvas_el.parent_element() else {
                 return;
             };
-            let pr = plot.get_bounding_client_rect();
-            style(
+            dom::show_tooltip(
                 &hover,
-                "left",
-                &format!("{}px", f64::from(e.client_x()) - pr.left() + 14.0),
+                &plot,
+                f64::from(e.client_x()),
+                f64::from(e.client_y()),
             );
-            style(
-                &hover,
-                "top",
-                &format!("{}px", f64::from(e.client_y()) - pr.top() + 14.0),
-            );
-            dom::show(&hover, true);
         });
     }
     on(&canvas, "mouseleave", move |_: MouseEvent| {
@@ -343,8 +337,8 @@ pub fn wire(app: &Shared) {
                 };
                 let (key, device) = c.who[row];
                 let facts = &c.facts[row];
-                let s = p.start_us.or(facts.first_time_us).unwrap_or(0);
-                let e = p.end_us.or(facts.last_time_us).unwrap_or(s);
+                let s = p.start_us.or(facts.figures.first_time_us).unwrap_or(0);
+                let e = p.end_us.or(facts.figures.last_time_us).unwrap_or(s);
                 let pad = (e - s).max(1_000) / 20;
                 Target {
                     key,
@@ -371,7 +365,7 @@ fn active_phases(app: &App) -> Option<&PhaseList> {
         .reports
         .get(&key)?
         .iter()
-        .find(|r| r.facts.id.device == device)
+        .find(|r| r.facts.figures.id.device == device)
         .map(|r| &r.phases)
 }
 

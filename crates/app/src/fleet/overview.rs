@@ -66,11 +66,11 @@ impl Col {
     /// The value a bar shows (the rank column shows peak allocated bytes).
     fn value(self, row: &RankRow) -> f64 {
         match self {
-            Col::Rank | Col::PeakAllocated => row.peak_allocated_bytes as f64,
-            Col::PeakReserved => row.peak_reserved_bytes.max(0) as f64,
-            Col::AtSnapshot => row.allocated_bytes as f64,
-            Col::Events => row.events as f64,
-            Col::Ooms => row.ooms as f64,
+            Col::Rank | Col::PeakAllocated => row.figures.peak_allocated_bytes as f64,
+            Col::PeakReserved => row.figures.peak_reserved_bytes.max(0) as f64,
+            Col::AtSnapshot => row.figures.allocated_bytes as f64,
+            Col::Events => row.figures.events as f64,
+            Col::Ooms => row.figures.ooms as f64,
         }
     }
 }
@@ -225,11 +225,11 @@ pub fn render(app: &App) {
         attr(&tr, "data-row", &i.to_string());
         attr(&tr, "data-key", &key.to_string());
         attr(&tr, "data-device", &device.to_string());
-        attr(&tr, "data-file", &row.id.file);
+        attr(&tr, "data-file", &row.figures.id.file);
         attr(
             &tr,
             "data-rank",
-            &row.id.rank.map_or(String::new(), |r| r.to_string()),
+            &row.figures.id.rank.map_or(String::new(), |r| r.to_string()),
         );
         attr(
             &tr,
@@ -239,42 +239,42 @@ pub fn render(app: &App) {
         attr(
             &tr,
             "data-peak-allocated-bytes",
-            &row.peak_allocated_bytes.to_string(),
+            &row.figures.peak_allocated_bytes.to_string(),
         );
         attr(
             &tr,
             "data-peak-reserved-bytes",
-            &row.peak_reserved_bytes.to_string(),
+            &row.figures.peak_reserved_bytes.to_string(),
         );
         attr(
             &tr,
             "data-allocated-bytes",
-            &row.allocated_bytes.to_string(),
+            &row.figures.allocated_bytes.to_string(),
         );
-        attr(&tr, "data-events", &row.events.to_string());
-        attr(&tr, "data-ooms", &row.ooms.to_string());
+        attr(&tr, "data-events", &row.figures.events.to_string());
+        attr(&tr, "data-ooms", &row.figures.ooms.to_string());
         attr(
             &tr,
             "aria-label",
             &format!(
                 "{}: peak allocated {}{}; open its timeline",
-                who_label(&row.id),
-                format_bytes(row.peak_allocated_bytes),
+                who_label(&row.figures.id),
+                format_bytes(row.figures.peak_allocated_bytes),
                 if row.outlier { ", outlier" } else { "" }
             ),
         );
         if row.outlier {
             let _ = tr.class_list().add_1("outlier");
         }
-        let name = el_text("th", "rank-name-cell", &who_label(&row.id));
+        let name = el_text("th", "rank-name-cell", &who_label(&row.figures.id));
         attr(&name, "scope", "row");
-        attr(&name, "title", &row.id.path);
+        attr(&name, "title", &row.figures.id.path);
         // The file name too, unless it only says the rank.
-        let plain = |r: u64| row.id.file.starts_with(&format!("rank{r}."));
-        if row.id.rank.is_some_and(|r| !plain(r)) {
+        let plain = |r: u64| row.figures.id.file.starts_with(&format!("rank{r}."));
+        if row.figures.id.rank.is_some_and(|r| !plain(r)) {
             append(
                 &name,
-                &el_text("span", "file-cell", &format!(" {}", row.id.file)),
+                &el_text("span", "file-cell", &format!(" {}", row.figures.id.file)),
             );
         }
         append(&tr, &name);
@@ -302,19 +302,25 @@ pub fn render(app: &App) {
             append(&bar_cell, &m);
         }
         append(&tr, &bar_cell);
-        append(&tr, &bytes_cell("td", "num", row.peak_allocated_bytes));
+        append(
+            &tr,
+            &bytes_cell("td", "num", row.figures.peak_allocated_bytes),
+        );
         append(
             &tr,
             &bytes_cell(
                 "td",
                 "num",
-                u64::try_from(row.peak_reserved_bytes).unwrap_or(0),
+                u64::try_from(row.figures.peak_reserved_bytes).unwrap_or(0),
             ),
         );
-        append(&tr, &bytes_cell("td", "num", row.allocated_bytes));
-        append(&tr, &el_text("td", "num", &format_count(row.events)));
-        let ooms = el_text("td", "num", &format_count(row.ooms));
-        if row.ooms > 0 {
+        append(&tr, &bytes_cell("td", "num", row.figures.allocated_bytes));
+        append(
+            &tr,
+            &el_text("td", "num", &format_count(row.figures.events)),
+        );
+        let ooms = el_text("td", "num", &format_count(row.figures.ooms));
+        if row.figures.ooms > 0 {
             let _ = ooms.class_list().add_1("warn");
         }
         append(&tr, &ooms);
@@ -361,7 +367,7 @@ pub fn on_focus(app: &mut App, target: &Element) {
         .combined
         .as_ref()
         .and_then(|c| data::<usize>(target, "data-row").and_then(|i| c.facts.get(i)))
-        .map(|f| who_label(&f.id))
+        .map(|f| who_label(&f.figures.id))
         .unwrap_or_default();
     focus(
         app,

@@ -390,7 +390,7 @@ fn render_chrome(app: &App) {
                 );
                 append(&b, &size);
                 if it.pending_free {
-                    append(&b, &el_text("span", "chip pending", "pending free"));
+                    append(&b, &el_text("span", "lens-chip pending", "pending free"));
                 }
                 if it.id == app.lenses.selected {
                     let _ = li.class_list().add_1("selected");

@@ -123,6 +123,7 @@ pub fn on_moment(app: &mut App) {
         return;
     }
     let Some(m) = app.lenses.moment.as_ref().map(|m| m.moment) else {
+        render_events(app);
         return;
     };
     if let Some(l) = app.lenses.lists.as_ref() {

@@ -24,6 +24,7 @@ use super::glview::{dark, dpr, GlView};
 use super::{ask, set_moment, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el_text, on, style};
+use crate::later::{self, Later, When};
 
 /// Width of the label gutter left of each canvas (CSS px), as the memory timeline's
 /// y axis, so that x lines up.
@@ -224,6 +225,17 @@ impl Panes {
         }
     }
 
+    /// Sizes the shown pane's canvas to its box now, at start, rather than when the
+    /// first data arrive: resizing a WebGL canvas is slow under software rendering.
+    pub fn fit_shown(&self) {
+        for pane in [&self.segments, &self.lanes, &self.pools] {
+            if let Some(gl) = pane.gl.as_ref() {
+                // Hidden panes have no box and are skipped.
+                let _ = gl.fit();
+            }
+        }
+    }
+
     /// Forgets the last device.
     pub fn reset(&mut self) {
         self.segments.reset();
@@ -330,10 +342,23 @@ pub fn refresh(app: &mut App) {
 }
 
 /// The timeline's view changed.
+///
+/// The canvas is redrawn through the new mapping at the next frame; its layout is asked
+/// for once the view has been still for a moment ([`When::Settled`]), so that the
+/// memory timeline's own strips always reach the worker first and a drag costs no
+/// layouts.
 pub fn on_view_changed(app: &mut App) {
-    if let Some(which) = visible(app) {
-        draw(app, which);
-        request(app, which);
+    if visible(app).is_some() {
+        later::schedule(app, Later::LensRowsDraw, When::NextFrame, |a| {
+            if let Some(which) = visible(a) {
+                draw(a, which);
+            }
+        });
+        later::schedule(app, Later::LensRows, When::Settled, |a| {
+            if let Some(which) = visible(a) {
+                request(a, which);
+            }
+        });
     }
 }
 
@@ -424,9 +449,15 @@ pub fn on_overview(app: &mut App) {
     };
     let no_pools = o.pools.is_empty();
     if let Some(p) = app.lenses.rows.as_mut() {
-        p.segments.note.set_text_content(Some(&segments_note));
-        p.lanes.note.set_text_content(Some(&lanes_note));
-        p.pools.note.set_text_content(Some(&pools_note));
+        for (note, text) in [
+            (&p.segments.note, &segments_note),
+            (&p.lanes.note, &lanes_note),
+            (&p.pools.note, &pools_note),
+        ] {
+            note.set_text_content(Some(text));
+            // The note is one line; the whole of it on hover.
+            attr(note, "title", text);
+        }
         dom::show(&p.pools.scroll, !no_pools);
         attr(
             &by_id::<HtmlElement>("lens-pools-pane"),

@@ -366,11 +366,14 @@ fn render_segments(app: &App) {
     panel.segments.fill(first, &rows);
 }
 
+/// A segment map's size in CSS pixels (as `.seg-map` in style.css).
+const MAP_CSS_PX: (f64, f64) = (120.0, 12.0);
+
 /// A segment's map: blocks in their call site's colour (pending free lighter), cached
 /// free space empty, the selected block outlined.
 fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::SegmentView) {
     let d = dpr();
-    let (w, h) = ((150.0 * d).round(), (12.0 * d).round());
+    let (w, h) = ((MAP_CSS_PX.0 * d).round(), (MAP_CSS_PX.1 * d).round());
     canvas.set_width(w as u32);
     canvas.set_height(h as u32);
     let Ok(Some(ctx)) = canvas.get_context("2d") else {
@@ -386,6 +389,10 @@ fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::Segmen
         "#eceff3"
     });
     ctx.fill_rect(0.0, 0.0, w, h);
+    // One colour per pixel column — the block covering most of it — drawn as runs: a
+    // segment may hold thousands of blocks, and a fill per block is slow.
+    let columns = w as usize;
+    let mut best: Vec<(f64, Option<u32>)> = vec![(0.0, None); columns];
     let mut selected_rect = None;
     for b in &s.blocks {
         let x0 = b.offset_bytes as f64 / size * w;
@@ -397,10 +404,28 @@ fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::Segmen
             base
         };
         let colour = super::highlighted(colour, b.id, app.lenses.highlight.as_deref());
-        ctx.set_fill_style_str(&crate::timeline::css_color(colour));
-        ctx.fill_rect(x0, 0.0, x1 - x0, h);
+        let c0 = (x0.floor() as usize).min(columns.saturating_sub(1));
+        let c1 = (x1.ceil() as usize).clamp(c0 + 1, columns.max(c0 + 1));
+        for (c, slot) in best.iter_mut().enumerate().take(c1).skip(c0) {
+            let cover = x1.min(c as f64 + 1.0) - x0.max(c as f64);
+            if cover > slot.0 {
+                *slot = (cover, Some(colour));
+            }
+        }
         if b.id == app.lenses.selected {
             selected_rect = Some((x0, x1));
+        }
+    }
+    let mut c = 0;
+    while c < columns {
+        let colour = best[c].1;
+        let start = c;
+        while c < columns && best[c].1 == colour {
+            c += 1;
+        }
+        if let Some(colour) = colour {
+            ctx.set_fill_style_str(&crate::timeline::css_color(colour));
+            ctx.fill_rect(start as f64, 0.0, (c - start) as f64, h);
         }
     }
     if let Some((x0, x1)) = selected_rect {
@@ -451,7 +476,11 @@ fn render_blocks(app: &App) {
                     &line1,
                     &el_text("span", "mono", &format!("+0x{:x}", b.offset_bytes)),
                 );
-                let chip = el_text("span", &format!("chip {}", state.replace(' ', "-")), state);
+                let chip = el_text(
+                    "span",
+                    &format!("lens-chip {}", state.replace(' ', "-")),
+                    state,
+                );
                 append(&line1, &chip);
                 let loss = b.rounded_size_bytes.saturating_sub(b.size_bytes);
                 let sizes = el_text(
@@ -513,7 +542,10 @@ fn render_blocks(app: &App) {
                     &line1,
                     &el_text("span", "mono", &format!("+0x{:x}", g.offset_bytes)),
                 );
-                append(&line1, &el_text("span", "chip cached-free", "cached free"));
+                append(
+                    &line1,
+                    &el_text("span", "lens-chip cached-free", "cached free"),
+                );
                 let size = el_text("span", "num", &format_bytes(g.size_bytes));
                 attr(
                     &size,
