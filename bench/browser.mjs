@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Browser benchmark: serves the release build (dist/, built with --public-url
 // /memscope/), opens headless Chromium, gives it generated snapshots through the file
-// input (as a drop would) and reports, per input:
+// input (as a drop would) on a page open for SETTLE_MS (as when a user drags files onto
+// an open page: its workers have compiled and warmed up), and reports, per input:
 //   - first paint: from the files being handed over to the first timeline drawn,
 //   - loaded: to every rank loaded and the timeline drawn (page marks `memscope:files`, `memscope:first-paint`,
 //     `memscope:loaded`, read from performance entries),
@@ -10,7 +11,9 @@
 //     from /proc every 20 ms,
 //   - frame times of scripted zoom and pan (W/S/A/D, each frame waited for with a pixel
 //     read), median and p95 — relative figures only under SwiftShader,
-//   - CPython's pickle.load of the same file (reference column).
+//   - CPython's pickle.load of the same file (reference column),
+//   - "cold": first paint and loaded again on a fresh page, the files handed over the
+//     moment it is ready (workers still compiling and warming up; not for --large).
 // Usage (after `./scripts/test` or a release build under /memscope/):
 //   node bench/browser.mjs [--large] [--json out.json] [--only small,ranks8]
 // Inputs come from bench/scale.py into /tmp/memscope-bench (generated when missing).
@@ -38,6 +41,9 @@ const inputs = [
   { name: 'small', preset: 'small', files: () => [join(out, 'small.pickle')] },
   { name: 'medium', preset: 'medium', files: () => [join(out, 'medium.pickle')] },
   { name: 'ranks8', preset: 'ranks8', files: () => readdirSync(join(out, 'ranks8')).filter((f) => f.endsWith('.pickle')).sort().map((f) => join(out, 'ranks8', f)) },
+  // Two of those ranks: one file per core on this 2-core machine, as 8 ranks are on a
+  // machine with 8 cores (the loads are CPU-bound; see bench/README.md).
+  { name: 'ranks2', preset: 'ranks8', files: () => readdirSync(join(out, 'ranks8')).filter((f) => f.endsWith('.pickle')).sort().slice(0, 2).map((f) => join(out, 'ranks8', f)) },
   { name: 'large', preset: 'large', files: () => [join(out, 'large.pickle')], large: true },
 ];
 const only = value('--only')?.split(',');
@@ -84,31 +90,60 @@ function pickleLoadSeconds(files) {
   }
 }
 
+// How long the page is open before the files are dropped: a user takes longer than
+// this to drag files onto it.
+const SETTLE_MS = 3000;
+
+/** Opens the page, drops `files` after `settleMs`, and waits for every rank. */
+async function load(page, server, files, settleMs) {
+  await page.goto(server.url);
+  await page.waitForSelector('body[data-status="empty"]');
+  await page.waitForTimeout(settleMs);
+  const baseline = rendererRss();
+  let peak = baseline;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rendererRss());
+  }, 20);
+  await page.setInputFiles('#file-input', files);
+  await page.waitForFunction(() => performance.getEntriesByName('memscope:loaded').length > 0, null, {
+    timeout: 600000,
+    polling: 50,
+  });
+  clearInterval(sampler);
+  peak = Math.max(peak, rendererRss());
+  await page.waitForSelector('body[data-status="ready"]');
+  const marks = await page.evaluate(() => {
+    const t = (n) => performance.getEntriesByName(n)[0]?.startTime;
+    return { files: t('memscope:files'), first: t('memscope:first-paint'), loaded: t('memscope:loaded') };
+  });
+  return {
+    first_paint_ms: marks.first - marks.files,
+    // Every rank loaded and the timeline drawn (with one file, the first paint comes
+    // after the rank's load).
+    loaded_ms: Math.max(marks.loaded, marks.first) - marks.files,
+    baseline,
+    peak,
+  };
+}
+
+async function cold(server, input, files) {
+  if (input.large) return null;
+  const b = await browser();
+  try {
+    const { first_paint_ms, loaded_ms } = await load(b.page, server, files, 0);
+    return { first_paint_ms, loaded_ms };
+  } finally {
+    await b.close();
+  }
+}
+
 async function measure(server, input) {
   const files = ensure(input);
   const bytes = files.reduce((n, f) => n + statSync(f).size, 0);
   const b = await browser();
   try {
     const { page } = b;
-    await page.goto(server.url);
-    await page.waitForSelector('body[data-status="empty"]');
-    const baseline = rendererRss();
-    let peak = baseline;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rendererRss());
-    }, 20);
-    await page.setInputFiles('#file-input', files);
-    await page.waitForFunction(() => performance.getEntriesByName('memscope:loaded').length > 0, null, {
-      timeout: 600000,
-      polling: 50,
-    });
-    clearInterval(sampler);
-    peak = Math.max(peak, rendererRss());
-    await page.waitForSelector('body[data-status="ready"]');
-    const marks = await page.evaluate(() => {
-      const t = (n) => performance.getEntriesByName(n)[0]?.startTime;
-      return { files: t('memscope:files'), first: t('memscope:first-paint'), loaded: t('memscope:loaded') };
-    });
+    const loaded = await load(page, server, files, SETTLE_MS);
     const errors = await page.$$eval('[data-error]', (e) => e.map((x) => `${x.dataset.file}: ${x.dataset.error}`));
     // Scripted navigation: each step is one input event and one drawn frame (a pixel
     // read waits for the GPU).
@@ -135,12 +170,10 @@ async function measure(server, input) {
       input: input.name,
       files: files.length,
       bytes,
-      first_paint_ms: marks.first - marks.files,
-      // Every rank loaded and the timeline drawn (with one file, the first paint comes
-      // after the rank's load).
-      loaded_ms: Math.max(marks.loaded, marks.first) - marks.files,
-      peak_memory_bytes: peak - baseline,
-      peak_renderer_rss_bytes: peak,
+      first_paint_ms: loaded.first_paint_ms,
+      loaded_ms: loaded.loaded_ms,
+      peak_memory_bytes: loaded.peak - loaded.baseline,
+      peak_renderer_rss_bytes: loaded.peak,
       frame_ms_median: frames.median,
       frame_ms_p95: frames.p95,
       instances: stats.instances,
@@ -153,24 +186,31 @@ async function measure(server, input) {
   }
 }
 
+async function measureBoth(server, input) {
+  const result = await measure(server, input);
+  result.cold = await cold(server, input, input.files());
+  return result;
+}
+
 const server = await serve();
 const results = [];
 try {
-  for (const input of chosen) results.push(await measure(server, input));
+  for (const input of chosen) results.push(await measureBoth(server, input));
 } finally {
   await server.close();
 }
 const mib = (b) => (b / 1048576).toFixed(1);
 const baseFrame = results.find((r) => r.input === 'base')?.frame_ms_median;
 for (const r of results) r.frame_vs_base = baseFrame ? r.frame_ms_median / baseFrame : null;
-console.log('\ninput     files   MiB   allocations   first paint   loaded   peak MiB   frame med/p95 ms   ÷ base   instances   CPython load');
+console.log('\ninput     files   MiB   allocations   first paint   loaded   peak MiB   frame med/p95 ms   ÷ base   instances   CPython load   cold: first paint / loaded');
 for (const r of results) {
   console.log(
     `${r.input.padEnd(8)} ${String(r.files).padStart(5)} ${mib(r.bytes).padStart(6)} ${String(r.allocations).padStart(13)} ` +
       `${r.first_paint_ms.toFixed(0).padStart(10)} ms ${r.loaded_ms.toFixed(0).padStart(6)} ms ` +
       `${mib(r.peak_memory_bytes).padStart(9)}  ${r.frame_ms_median.toFixed(1).padStart(7)}/${r.frame_ms_p95.toFixed(1).padEnd(8)} ` +
       `${r.frame_vs_base == null ? '    -' : r.frame_vs_base.toFixed(2).padStart(6) + '×'} ` +
-      `${String(r.instances).padStart(10)}   ${r.cpython_pickle_load_s == null ? '-' : r.cpython_pickle_load_s.toFixed(2) + ' s'}` +
+      `${String(r.instances).padStart(10)}   ${(r.cpython_pickle_load_s == null ? '-' : r.cpython_pickle_load_s.toFixed(2) + ' s').padStart(12)}   ` +
+      (r.cold ? `${r.cold.first_paint_ms.toFixed(0)} / ${r.cold.loaded_ms.toFixed(0)} ms` : '-') +
       (r.errors.length ? `  ERRORS: ${r.errors.join('; ')}` : ''),
   );
 }

@@ -219,6 +219,16 @@ impl App {
         self.index_of(key).and_then(|i| self.ranks[i].slot)
     }
 
+    /// Worker `slot` has files to read: one now, or ones waiting for any worker.
+    /// Questions to it can wait: it answers them between chunks, slowing every load.
+    pub fn loads_pending(&self, slot: usize) -> bool {
+        self.ranks.iter().any(|r| match r.state {
+            RankState::Queued => true,
+            RankState::Loading { .. } => r.slot == Some(slot),
+            _ => false,
+        })
+    }
+
     /// Handles a worker response.
     pub fn on_response(&mut self, slot: usize, response: Response) {
         match response {
@@ -296,6 +306,11 @@ impl App {
                 self.update_chrome();
             }
             Response::Strips(strips) => {
+                // Each worker sends a freshly loaded rank's first view unasked; while
+                // several ranks load, only the shown one's is drawn.
+                if self.active != Some((strips.rank_key, strips.device)) {
+                    return;
+                }
                 self.in_flight = false;
                 if let Some(t) = self.timeline.as_ref() {
                     attr(
@@ -571,6 +586,7 @@ impl App {
                 dom::mark("memscope:loaded");
             }
         }
+        crate::lenses::on_ranks_changed(self);
         crate::fleet::on_ranks_changed(self);
     }
 

@@ -53,6 +53,9 @@ pub struct Fleet {
     reports: BTreeMap<u32, Vec<RankReport>>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
+    /// Loaded ranks (and their worker) whose report is asked for once that worker has
+    /// read its files.
+    unasked: Vec<(u32, usize)>,
     /// Whether the Fleet view (not the Rank view) is shown.
     shown: bool,
     /// The reports combined, in rank order.
@@ -252,19 +255,38 @@ fn path_of(app: &App, key: u32) -> String {
     }
 }
 
-/// A rank finished loading: ask its worker for its report.
+/// A rank finished loading: its worker is asked for its report once it has no more
+/// files to read.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
     let path = path_of(app, rank_key);
-    app.fleet.paths.insert(rank_key, path.clone());
+    app.fleet.paths.insert(rank_key, path);
     app.fleet.reports.remove(&rank_key);
-    app.pool.send(
-        slot,
-        Request::Fleet {
-            rank_key,
-            request: FleetRequest::Report { path },
-        },
-    );
+    app.fleet.unasked.push((rank_key, slot));
+    ask_reports(app);
     update_status(app);
+}
+
+/// Asks for the reports whose workers are done reading files.
+fn ask_reports(app: &mut App) {
+    let unasked = std::mem::take(&mut app.fleet.unasked);
+    for (rank_key, slot) in unasked {
+        if app.slot_of(rank_key) != Some(slot) {
+            // Gone, or read again by another worker (which is asked when it is done).
+            continue;
+        }
+        if app.loads_pending(slot) {
+            app.fleet.unasked.push((rank_key, slot));
+            continue;
+        }
+        let path = path_of(app, rank_key);
+        app.pool.send(
+            slot,
+            Request::Fleet {
+                rank_key,
+                request: FleetRequest::Report { path },
+            },
+        );
+    }
 }
 
 /// A worker answered.
@@ -291,6 +313,7 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 /// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
 pub fn on_ranks_changed(app: &mut App) {
     dom::show(&by_id("view-switch"), !app.ranks.is_empty());
+    ask_reports(app);
     refresh_soon(app);
     update_status(app);
 }

@@ -626,12 +626,16 @@ pub fn place_markers(app: &App, moment: Option<f64>, range: Option<(f64, f64)>) 
     let Some(p) = app.lenses.rows.as_ref() else {
         return;
     };
-    for w in ALL {
-        let pane = p.get(w);
-        let width = pane
+    // Every width is read before any marker moves: a read after a write forces a
+    // layout per pane.
+    let widths = ALL.map(|w| {
+        p.get(w)
             .gl
             .as_ref()
-            .map_or(0.0, |g| f64::from(g.canvas().client_width()));
+            .map_or(0.0, |g| f64::from(g.canvas().client_width()))
+    });
+    for (w, width) in ALL.into_iter().zip(widths) {
+        let pane = p.get(w);
         match moment {
             Some(f) if (0.0..=1.0).contains(&f) && width > 0.0 => {
                 style(

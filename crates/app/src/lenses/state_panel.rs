@@ -9,9 +9,8 @@ use memscope_render::gl::NO_ID;
 use memscope_render::palette;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, Event, HtmlCanvasElement, HtmlElement, MouseEvent};
+use web_sys::{Event, HtmlElement, MouseEvent};
 
-use super::glview::dpr;
 use super::vlist::VList;
 use super::{clear_range, set_moment, step};
 use crate::app::{App, Shared};
@@ -337,9 +336,7 @@ fn render_segments(app: &App) {
             &el_text("span", "mono", &format!("0x{:x}", s.address)),
         );
         append(&row, &el_text("span", "num", &format_bytes(s.size_bytes)));
-        let canvas: HtmlCanvasElement = el("canvas", "seg-map").unchecked_into();
-        append(&row, &canvas);
-        draw_map(app, &canvas, s);
+        append(&row, &segment_map(app, s));
         attr(
             &row,
             "title",
@@ -366,34 +363,25 @@ fn render_segments(app: &App) {
     panel.segments.fill(first, &rows);
 }
 
-/// A segment map's size in CSS pixels (as `.seg-map` in style.css).
-const MAP_CSS_PX: (f64, f64) = (120.0, 12.0);
+/// A segment map's width in CSS pixels (as `.seg-map` in style.css): the resolution
+/// its runs are computed at.
+const MAP_COLUMNS: usize = 120;
 
 /// A segment's map: blocks in their call site's colour (pending free lighter), cached
 /// free space empty, the selected block outlined.
-fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::SegmentView) {
-    let d = dpr();
-    let (w, h) = ((MAP_CSS_PX.0 * d).round(), (MAP_CSS_PX.1 * d).round());
-    canvas.set_width(w as u32);
-    canvas.set_height(h as u32);
-    let Ok(Some(ctx)) = canvas.get_context("2d") else {
-        return;
-    };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
-        return;
-    };
+///
+/// Drawn as a CSS gradient with one hard-edged stop pair per run of same-coloured pixel
+/// columns, not on a canvas: a list shows dozens of maps, and a 2D context per row
+/// (plus a fill per block) cost ~100 ms per refresh where the gradient costs a style
+/// string.
+fn segment_map(app: &App, s: &memscope_analysis::SegmentView) -> HtmlElement {
+    let map = el("div", "seg-map");
     let size = s.size_bytes.max(1) as f64;
-    ctx.set_fill_style_str(if super::glview::dark() {
-        "#2c3038"
-    } else {
-        "#eceff3"
-    });
-    ctx.fill_rect(0.0, 0.0, w, h);
-    // One colour per pixel column — the block covering most of it — drawn as runs: a
-    // segment may hold thousands of blocks, and a fill per block is slow.
-    let columns = w as usize;
-    let mut best: Vec<(f64, Option<u32>)> = vec![(0.0, None); columns];
-    let mut selected_rect = None;
+    let w = MAP_COLUMNS as f64;
+    // One colour per pixel column — the block covering most of it: a segment may hold
+    // thousands of blocks.
+    let mut best: Vec<(f64, Option<u32>)> = vec![(0.0, None); MAP_COLUMNS];
+    let mut selected = None;
     for b in &s.blocks {
         let x0 = b.offset_bytes as f64 / size * w;
         let x1 = ((b.offset_bytes + b.rounded_size_bytes) as f64 / size * w).max(x0 + 1.0);
@@ -404,8 +392,8 @@ fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::Segmen
             base
         };
         let colour = super::highlighted(colour, b.id, app.lenses.highlight.as_deref());
-        let c0 = (x0.floor() as usize).min(columns.saturating_sub(1));
-        let c1 = (x1.ceil() as usize).clamp(c0 + 1, columns.max(c0 + 1));
+        let c0 = (x0.floor() as usize).min(MAP_COLUMNS - 1);
+        let c1 = (x1.ceil() as usize).clamp(c0 + 1, MAP_COLUMNS);
         for (c, slot) in best.iter_mut().enumerate().take(c1).skip(c0) {
             let cover = x1.min(c as f64 + 1.0) - x0.max(c as f64);
             if cover > slot.0 {
@@ -413,30 +401,42 @@ fn draw_map(app: &App, canvas: &HtmlCanvasElement, s: &memscope_analysis::Segmen
             }
         }
         if b.id == app.lenses.selected {
-            selected_rect = Some((x0, x1));
+            selected = Some((x0.min(w - 1.0), x1.min(w)));
         }
     }
+    let mut stops = Vec::new();
     let mut c = 0;
-    while c < columns {
+    while c < MAP_COLUMNS {
         let colour = best[c].1;
         let start = c;
-        while c < columns && best[c].1 == colour {
+        while c < MAP_COLUMNS && best[c].1 == colour {
             c += 1;
         }
         if let Some(colour) = colour {
-            ctx.set_fill_style_str(&crate::timeline::css_color(colour));
-            ctx.fill_rect(start as f64, 0.0, (c - start) as f64, h);
+            stops.push(format!(
+                "{} {:.2}% {:.2}%",
+                crate::timeline::css_color(colour),
+                start as f64 / w * 100.0,
+                c as f64 / w * 100.0
+            ));
         }
     }
-    if let Some((x0, x1)) = selected_rect {
-        ctx.set_stroke_style_str(if super::glview::dark() {
-            "#fff"
-        } else {
-            "#000"
-        });
-        ctx.set_line_width(2.0 * d);
-        ctx.stroke_rect(x0 + d, d, (x1 - x0 - 2.0 * d).max(1.0), h - 2.0 * d);
+    if !stops.is_empty() {
+        // A lone stop is not a gradient: start and end on transparent.
+        let css = format!(
+            "linear-gradient(to right, transparent 0%, {}, transparent 100%)",
+            stops.join(", ")
+        );
+        let _ = map.style().set_property("background-image", &css);
     }
+    if let Some((x0, x1)) = selected {
+        let mark = el("span", "seg-selected");
+        let style = mark.style();
+        let _ = style.set_property("left", &format!("{:.2}%", x0 / w * 100.0));
+        let _ = style.set_property("width", &format!("{:.2}%", (x1 - x0) / w * 100.0));
+        append(&map, &mark);
+    }
+    map
 }
 
 fn render_blocks(app: &App) {
