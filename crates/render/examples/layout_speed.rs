@@ -2,7 +2,9 @@
 //!
 //! For each file and device: load, [`Allocations::replay`], [`TimelineIndex::new`],
 //! then [`layout`] of a few views at 1600 × 800 px (the best of three runs each), with
-//! the number of instances produced and the bound [`TimelineView::instance_bound`].
+//! the number of instances produced and the bound [`TimelineView::instance_bound`];
+//! then hover lookups ([`memscope_render::Strips::hit`]) on the full view: the first
+//! builds the per-column index, each one after is a binary search in one column.
 //!
 //! ```text
 //! python3 bench/scale.py --preset small --out-dir /tmp/ms-bench   # also medium, large
@@ -112,6 +114,28 @@ fn report(path: &PathBuf) -> Result<(), String> {
                 },
             ),
         ];
+        let strips = layout(&index, &full);
+        let start = Instant::now();
+        let _ = strips.hit(full.x0, full.y0);
+        let build = start.elapsed();
+        let (mut found, lookups) = (0u32, 100_000u32);
+        let start = Instant::now();
+        for k in 0..lookups {
+            // A grid of points over the whole plot.
+            let fx = f64::from(k % 400) / 400.0;
+            let fy = f64::from(k / 400) / f64::from(lookups / 400);
+            let x = full.x0 + fx * (full.x1 - full.x0);
+            let y = full.y0 + fy * (full.y1 - full.y0);
+            found += u32::from(strips.hit(x, y).is_some());
+        }
+        let each = start.elapsed().as_secs_f64() / f64::from(lookups);
+        println!(
+            "  hover on the full view: index {:.1} ms once, then {:.2} µs per lookup ({} of {} points on a band)",
+            build.as_secs_f64() * 1e3,
+            each * 1e6,
+            format_count(u64::from(found)),
+            format_count(u64::from(lookups)),
+        );
         for (what, view) in views {
             let mut best = Duration::MAX;
             let mut strips = layout(&index, &view);
