@@ -43,20 +43,26 @@ pub struct Timeline {
     pub highlight: Option<std::rc::Rc<std::collections::HashSet<u32>>>,
 }
 
+/// A WebGL2 context on `canvas`, as every view draws with: no antialiasing (bands are
+/// pixel-aligned) and the drawing buffer kept (exports and tests read pixels back after
+/// the frame was presented).
+pub fn webgl2(canvas: &HtmlCanvasElement) -> Result<glow::Context, String> {
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"preserveDrawingBuffer".into(), &JsValue::TRUE);
+    let _ = js_sys::Reflect::set(&options, &"antialias".into(), &JsValue::FALSE);
+    let context = canvas
+        .get_context_with_context_options("webgl2", &options)
+        .map_err(|_| "WebGL2 is not available in this browser".to_owned())?
+        .ok_or_else(|| "WebGL2 is not available in this browser".to_owned())?
+        .unchecked_into::<web_sys::WebGl2RenderingContext>();
+    Ok(glow::Context::from_webgl2_context(context))
+}
+
 impl Timeline {
     /// Sets up WebGL2 on `#canvas`.
     pub fn new() -> Result<Timeline, String> {
         let canvas: HtmlCanvasElement = by_id("canvas");
-        let options = js_sys::Object::new();
-        // Tests read pixels back after the frame was presented.
-        let _ = js_sys::Reflect::set(&options, &"preserveDrawingBuffer".into(), &JsValue::TRUE);
-        let _ = js_sys::Reflect::set(&options, &"antialias".into(), &JsValue::FALSE);
-        let context = canvas
-            .get_context_with_context_options("webgl2", &options)
-            .map_err(|_| "WebGL2 is not available in this browser".to_owned())?
-            .ok_or_else(|| "WebGL2 is not available in this browser".to_owned())?
-            .unchecked_into::<web_sys::WebGl2RenderingContext>();
-        let gl = glow::Context::from_webgl2_context(context);
+        let gl = webgl2(&canvas)?;
         let renderer = Renderer::new(&gl)?;
         Ok(Timeline {
             canvas,

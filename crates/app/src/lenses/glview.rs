@@ -9,7 +9,6 @@ use std::collections::HashSet;
 
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
 use memscope_render::palette;
-use wasm_bindgen::{JsCast, JsValue};
 use web_sys::HtmlCanvasElement;
 
 use crate::dom::{self, by_id};
@@ -60,15 +59,7 @@ impl GlView {
     /// WebGL2 on the canvas `#id`.
     pub fn new(id: &str) -> Result<GlView, String> {
         let canvas: HtmlCanvasElement = by_id(id);
-        let options = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&options, &"preserveDrawingBuffer".into(), &JsValue::TRUE);
-        let _ = js_sys::Reflect::set(&options, &"antialias".into(), &JsValue::FALSE);
-        let context = canvas
-            .get_context_with_context_options("webgl2", &options)
-            .map_err(|_| "WebGL2 is not available".to_owned())?
-            .ok_or_else(|| "WebGL2 is not available".to_owned())?
-            .unchecked_into::<web_sys::WebGl2RenderingContext>();
-        let gl = glow::Context::from_webgl2_context(context);
+        let gl = crate::timeline::webgl2(&canvas)?;
         let renderer = Renderer::new(&gl)?;
         Ok(GlView {
             canvas,
