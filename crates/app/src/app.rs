@@ -68,7 +68,12 @@ pub struct App {
     pub load_started_ms: f64,
     /// Strips were drawn since the current batch of files was added.
     painted_since_load: bool,
+    /// Work for a worker that waits until it has read its files ([`App::after_loads`]).
+    after_loads: Vec<(usize, Deferred)>,
 }
+
+/// Work put off until a worker has read its files.
+type Deferred = Box<dyn FnOnce(&mut App)>;
 
 /// The shared handle every callback holds.
 pub type Shared = Rc<RefCell<App>>;
@@ -92,6 +97,7 @@ impl App {
             dirty: false,
             load_started_ms: 0.0,
             painted_since_load: false,
+            after_loads: Vec::new(),
         }
     }
 
@@ -220,13 +226,30 @@ impl App {
     }
 
     /// Worker `slot` has files to read: one now, or ones waiting for any worker.
-    /// Questions to it can wait: it answers them between chunks, slowing every load.
     pub fn loads_pending(&self, slot: usize) -> bool {
         self.ranks.iter().any(|r| match r.state {
             RankState::Queued => true,
             RankState::Loading { .. } => r.slot == Some(slot),
             _ => false,
         })
+    }
+
+    /// Runs `f` once worker `slot` has read its files (at once if it has): questions
+    /// that can wait should, since a worker answers them between chunks and every load
+    /// slows down.
+    pub fn after_loads(&mut self, slot: usize, f: impl FnOnce(&mut App) + 'static) {
+        if self.loads_pending(slot) {
+            self.after_loads.push((slot, Box::new(f)));
+        } else {
+            f(self);
+        }
+    }
+
+    /// Runs the work whose worker is done reading.
+    fn run_after_loads(&mut self) {
+        for (slot, f) in std::mem::take(&mut self.after_loads) {
+            self.after_loads(slot, f);
+        }
     }
 
     /// Handles a worker response.
@@ -306,21 +329,19 @@ impl App {
                 self.update_chrome();
             }
             Response::Strips(strips) => {
-                // Each worker sends a freshly loaded rank's first view unasked; while
-                // several ranks load, only the shown one's is drawn.
-                if self.active != Some((strips.rank_key, strips.device)) {
+                let (request, layout_ms) = (strips.request, strips.layout_ms);
+                let Some(t) = self.timeline.as_mut() else {
                     return;
+                };
+                // Each worker sends a freshly loaded rank's first view unasked (request
+                // 0); while several ranks load, only the shown one's is taken. An answer
+                // to a request ends it even when it is for a device no longer shown.
+                let taken = t.set_strips(*strips);
+                if request != 0 || taken {
+                    self.in_flight = false;
                 }
-                self.in_flight = false;
-                if let Some(t) = self.timeline.as_ref() {
-                    attr(
-                        t.canvas(),
-                        "data-layout-ms",
-                        &format!("{:.1}", strips.layout_ms),
-                    );
-                }
-                if let Some(t) = self.timeline.as_mut() {
-                    t.set_strips(*strips);
+                if taken {
+                    attr(t.canvas(), "data-layout-ms", &format!("{layout_ms:.1}"));
                     t.draw();
                     t.draw_legend();
                     dom::set_status("ready");
@@ -328,8 +349,8 @@ impl App {
                         self.painted_since_load = true;
                         dom::mark("memscope:first-paint");
                     }
+                    crate::lenses::on_strips_drawn(self);
                 }
-                crate::lenses::on_strips_drawn(self);
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
                 if self.dirty || self.timeline.as_ref().is_some_and(Timeline::stale) {
@@ -586,7 +607,7 @@ impl App {
                 dom::mark("memscope:loaded");
             }
         }
-        crate::lenses::on_ranks_changed(self);
+        self.run_after_loads();
         crate::fleet::on_ranks_changed(self);
     }
 

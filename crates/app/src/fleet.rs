@@ -53,9 +53,6 @@ pub struct Fleet {
     reports: BTreeMap<u32, Vec<RankReport>>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
-    /// Loaded ranks (and their worker) whose report is asked for once that worker has
-    /// read its files.
-    unasked: Vec<(u32, usize)>,
     /// Whether the Fleet view (not the Rank view) is shown.
     shown: bool,
     /// The reports combined, in rank order.
@@ -261,32 +258,20 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
     let path = path_of(app, rank_key);
     app.fleet.paths.insert(rank_key, path);
     app.fleet.reports.remove(&rank_key);
-    app.fleet.unasked.push((rank_key, slot));
-    ask_reports(app);
+    app.after_loads(slot, move |app| {
+        // Unless the rank is gone, or read again by another worker (asked in turn).
+        if app.slot_of(rank_key) == Some(slot) {
+            let path = path_of(app, rank_key);
+            app.pool.send(
+                slot,
+                Request::Fleet {
+                    rank_key,
+                    request: FleetRequest::Report { path },
+                },
+            );
+        }
+    });
     update_status(app);
-}
-
-/// Asks for the reports whose workers are done reading files.
-fn ask_reports(app: &mut App) {
-    let unasked = std::mem::take(&mut app.fleet.unasked);
-    for (rank_key, slot) in unasked {
-        if app.slot_of(rank_key) != Some(slot) {
-            // Gone, or read again by another worker (which is asked when it is done).
-            continue;
-        }
-        if app.loads_pending(slot) {
-            app.fleet.unasked.push((rank_key, slot));
-            continue;
-        }
-        let path = path_of(app, rank_key);
-        app.pool.send(
-            slot,
-            Request::Fleet {
-                rank_key,
-                request: FleetRequest::Report { path },
-            },
-        );
-    }
 }
 
 /// A worker answered.
@@ -313,7 +298,6 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 /// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
 pub fn on_ranks_changed(app: &mut App) {
     dom::show(&by_id("view-switch"), !app.ranks.is_empty());
-    ask_reports(app);
     refresh_soon(app);
     update_status(app);
 }

@@ -209,9 +209,6 @@ pub struct Lenses {
     reveal_zoom: bool,
     /// The shown device's first questions wait for the timeline's first strips.
     start_pending: bool,
-    /// ... and for the files still loading: their worker would answer between chunks
-    /// and slow every load down.
-    start_waits_for_loads: bool,
 }
 
 impl Default for Lenses {
@@ -238,7 +235,6 @@ impl Default for Lenses {
             panel: None,
             reveal_zoom: false,
             start_pending: false,
-            start_waits_for_loads: false,
         }
     }
 }
@@ -328,7 +324,6 @@ pub fn on_device_shown(app: &mut App) {
     // that the linked views never delay its first paint.
     state_panel::render(app);
     state_panel::render_range(app);
-    app.lenses.start_waits_for_loads = false;
     if app.timeline.is_some() {
         app.lenses.start_pending = true;
     } else {
@@ -344,28 +339,20 @@ pub fn on_strips_drawn(app: &mut App) {
     }
 }
 
-/// A rank finished loading (or failed): lenses that waited for the loads start.
-pub fn on_ranks_changed(app: &mut App) {
-    if app.lenses.start_waits_for_loads && !loads_pending(app) {
-        app.lenses.start_waits_for_loads = false;
-        later::schedule(app, Later::LensStart, When::AfterPaint, start);
-    }
-}
-
-fn loads_pending(app: &App) -> bool {
-    app.active
-        .and_then(|(key, _)| app.slot_of(key))
-        .is_some_and(|slot| app.loads_pending(slot))
-}
-
-/// The first questions about the shown device.
+/// The first questions about the shown device, once its worker has read its files.
 fn start(app: &mut App) {
     if app.lenses.device != app.active {
         return;
     }
-    if loads_pending(app) {
-        app.lenses.start_waits_for_loads = true;
-        return;
+    if let Some(slot) = app.active.and_then(|(key, _)| app.slot_of(key)) {
+        if app.loads_pending(slot) {
+            // Then after a paint, as from the first strips; once for any number of
+            // devices shown meanwhile.
+            app.after_loads(slot, |app| {
+                later::schedule(app, Later::LensStart, When::AfterPaint, start)
+            });
+            return;
+        }
     }
     settings::render(app);
     place_markers(app);

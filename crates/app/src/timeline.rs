@@ -229,17 +229,18 @@ impl Timeline {
         (id != NO_ID).then_some(id)
     }
 
-    /// Takes new strips (if they are for the device shown).
-    pub fn set_strips(&mut self, strips: Strips) {
+    /// Takes new strips if they are for the device shown and not older than the ones
+    /// shown; says whether it took them.
+    pub fn set_strips(&mut self, strips: Strips) -> bool {
         let Some((rank_key, device, _)) = &self.device else {
-            return;
+            return false;
         };
         if strips.rank_key != *rank_key || strips.device != *device {
-            return;
+            return false;
         }
         if let Some(shown) = &self.shown {
             if shown.request > strips.request && strips.request != 0 {
-                return;
+                return false;
             }
         }
         let mut render = memscope_render::Strips::from_parts(
@@ -263,6 +264,7 @@ impl Timeline {
             peak: strips.peak,
             legend: strips.legend,
         });
+        true
     }
 
     /// The strips' colours with the allocations outside the highlight dimmed.

@@ -475,15 +475,7 @@ pub fn on_info(app: &mut App, info: Option<FlameNodeInfo>) {
 fn show_hover(hover: &HtmlElement, at: (f64, f64), text: &str) {
     hover.set_text_content(Some(text));
     let sticky: HtmlElement = by_id("flame-sticky");
-    let r = sticky.get_bounding_client_rect();
-    let left = (at.0 - r.left() + 14.0).min(r.width() - 320.0).max(0.0);
-    style(hover, "left", &format!("{left:.0}px"));
-    style(
-        hover,
-        "top",
-        &format!("{:.0}px", (at.1 - r.top() + 14.0).max(0.0)),
-    );
-    dom::show(hover, true);
+    dom::show_tooltip(hover, &sticky, at.0, at.1);
 }
 
 /// The node (or aggregate instance) under a client point.

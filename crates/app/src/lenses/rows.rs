@@ -837,16 +837,8 @@ pub fn on_lane_hit(app: &mut App, a: LaneHitAnswer) {
 
 fn show_hover(pane: &Pane, text: &str) {
     pane.hover.set_text_content(Some(text));
-    let r = pane.sticky.get_bounding_client_rect();
     let (cx, cy) = pane.last_hover;
-    let left = (cx - r.left() + 14.0).min(r.width() - 260.0).max(0.0);
-    style(&pane.hover, "left", &format!("{left:.0}px"));
-    style(
-        &pane.hover,
-        "top",
-        &format!("{:.0}px", (cy - r.top() + 14.0).max(0.0)),
-    );
-    dom::show(&pane.hover, true);
+    dom::show_tooltip(&pane.hover, &pane.sticky, cx, cy);
 }
 
 /// Data x (timeline axis) and device-px y (from the top of row 0) under a client point.
