@@ -3,11 +3,21 @@
 //!
 //! The first input byte chooses how the rest is cut into chunks (so chunk boundaries are
 //! fuzzed too) and whether the loader is told the total length; the rest is the file.
+//!
+//! A counting allocator checks the memory bound on every input: beyond what the loaded
+//! snapshot keeps, loading uses at most 16 bytes per decoded step (pickle opcode, JSON
+//! byte) + 64 MiB.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use memscope_snapshot::{summarize, Allocations, Loader};
+
+#[path = "common/counting.rs"]
+mod counting;
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// Chunk sizes from the control byte: bits 0–4 pick the largest chunk (1 to 4096 bytes,
 /// roughly logarithmic), bit 5 chooses fixed or varying sizes, bit 6 whether the
@@ -45,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&control, file)) = data.split_first() else {
         return;
     };
+    let start = counting::reset_peak();
     let mut loader = Loader::new();
     if control & 0x40 != 0 {
         loader = loader.with_total_len(file.len() as u64);
@@ -55,12 +66,19 @@ fuzz_target!(|data: &[u8]| {
         let n = chunks.next().min(rest.len());
         let (piece, tail) = rest.split_at(n);
         if loader.feed(piece).is_err() {
+            let steps = loader.decoded_steps();
+            drop(loader);
+            counting::assert_bound(start, 0, steps);
             return;
         }
         rest = tail;
     }
     assert_eq!(loader.bytes_read(), file.len() as u64);
-    let Ok(snapshot) = loader.finish() else {
+    let steps = loader.decoded_steps();
+    let result = loader.finish();
+    let kept = counting::live().saturating_sub(start);
+    counting::assert_bound(start, kept, steps);
+    let Ok(snapshot) = result else {
         return;
     };
     let summaries = summarize("rank0.pickle", &snapshot);

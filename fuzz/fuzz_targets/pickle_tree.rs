@@ -1,11 +1,19 @@
 //! Fuzzes the pickle decoder with the plain tree builder and the tagged-JSON rendering.
-//! Errors are fine; panics, hangs and unbounded memory are not.
+//! Errors are fine; panics, hangs and unbounded memory are not. A counting allocator
+//! checks the decoder's bound on every input: beyond the tree it keeps, decoding uses
+//! at most 16 bytes per opcode + 64 MiB.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use memscope_pickle::tree::{Node, Tree, TreeBuilder, Value};
 use memscope_pickle::Parser;
+
+#[path = "common/counting.rs"]
+mod counting;
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// Roughly the bytes `to_tagged_json` would write (shared values are rendered once per
 /// reference; strings, bytes and big ints count by their length), saturating at
@@ -62,13 +70,16 @@ fn rendered_size(tree: &Tree) -> u64 {
 }
 
 fuzz_target!(|data: &[u8]| {
+    let start = counting::reset_peak();
     let mut parser = Parser::new(TreeBuilder::default());
     // Two feeds, so the chunk-boundary path runs on every input.
     let (a, b) = data.split_at(data.len() / 2);
-    if parser.feed(a).is_err() || parser.feed(b).is_err() {
-        return;
-    }
-    let Ok(builder) = parser.finish() else {
+    let fed = parser.feed(a).is_ok() && parser.feed(b).is_ok();
+    let steps = parser.opcodes();
+    let result = if fed { parser.finish().ok() } else { None };
+    let kept = counting::live().saturating_sub(start);
+    counting::assert_bound(start, kept, steps);
+    let Some(builder) = result else {
         return;
     };
     let tree = builder.into_tree();

@@ -490,9 +490,13 @@ impl<B: Builder> JsonParser<B> {
         if self.frames.len() >= MAX_DEPTH {
             return Err(JsonError::new(JsonErrorKind::TooDeep, at, ""));
         }
-        let container = self
+        let mut container = self
             .builder
             .new_container(kind)
+            .map_err(|e| build_error(e, at))?;
+        // The items arrive in batches through this one handle: pin it now.
+        self.builder
+            .pin(&mut container)
             .map_err(|e| build_error(e, at))?;
         self.frames.push(Frame {
             container,
@@ -574,7 +578,7 @@ impl<B: Builder> JsonParser<B> {
                 let body = &buf[start..special];
                 let value = match std::str::from_utf8(body) {
                     Ok(s) => self.builder.str(s),
-                    Err(_) => self.builder.str(&String::from_utf8_lossy(body)),
+                    Err(_) => self.builder.str_lossy(&String::from_utf8_lossy(body)),
                 }
                 .map_err(|e| build_error(e, at))?;
                 Ok(Some((special + 1, value)))

@@ -128,6 +128,12 @@ pub trait Builder {
     fn float(&mut self, value: f64) -> Self::Value;
     /// A text string.
     fn str(&mut self, value: &str) -> Result<Self::Value, BuildError>;
+    /// A text string decoded from bytes that are not valid UTF-8, with U+FFFD for
+    /// each invalid sequence (CPython writes lone surrogates this way). The default
+    /// builds it as any string; a builder that reports coercions counts it.
+    fn str_lossy(&mut self, value: &str) -> Result<Self::Value, BuildError> {
+        self.str(value)
+    }
     /// A byte string.
     fn bytes(&mut self, value: &[u8], kind: BytesKind) -> Result<Self::Value, BuildError>;
     /// A new, empty mutable container.
@@ -154,6 +160,29 @@ pub trait Builder {
     fn tuple(&mut self, items: Drain<'_, Self::Value>) -> Result<Self::Value, BuildError>;
     /// A frozenset of `items`.
     fn frozenset(&mut self, items: Drain<'_, Self::Value>) -> Result<Self::Value, BuildError>;
+    /// Whether the value of `key` in the dict `dict` (still being filled) is wanted.
+    /// When it is not, the decoder skips it: it decodes the value (so errors are still
+    /// found and the memo stays in step) but builds nothing, and hands over
+    /// [`skipped`](Builder::skipped) instead. Asked before a container value is opened.
+    fn wants_value(&mut self, _dict: &Self::Value, _key: &Self::Value) -> bool {
+        true
+    }
+    /// The placeholder for a skipped value (and for everything inside it).
+    fn skipped(&mut self) -> Self::Value {
+        self.none()
+    }
+    /// Whether `value` is the placeholder of a skipped value.
+    fn is_skipped(&self, _value: &Self::Value) -> bool {
+        false
+    }
+    /// Called on a container handle before the container is filled (and before `DUP`
+    /// copies it): a builder that creates containers lazily gives it an identity of its
+    /// own here and may replace the handle, which the decoder then uses for every later
+    /// fill. Memo entries of the handle stay as they were stored: the builder resolves
+    /// them. The default does nothing.
+    fn pin(&mut self, _value: &mut Self::Value) -> Result<(), BuildError> {
+        Ok(())
+    }
     /// Stores `value` in the memo.
     fn memo_put(&mut self, slot: MemoSlot, value: &Self::Value) -> Result<(), BuildError>;
     /// Fetches a memo entry.
@@ -175,30 +204,126 @@ pub trait Builder {
 
 /// The pickle memo: dense while indices arrive in order (as CPython writes them), a hash
 /// map for anything else, so a hostile `LONG_BINPUT 4000000000` costs one entry.
+///
+/// A builder may also store *runs*: consecutive in-order entries that one value stands
+/// for (the placeholder of skipped values, or a marker the builder resolves itself by
+/// the index, such as "the n-th of these empty lists"). A run takes no room per entry,
+/// so ten million skipped or identical entries cost one range.
 #[derive(Clone, Debug)]
 pub struct Memo<V> {
     dense: Vec<V>,
+    /// Runs among the in-order indices (`0..dense.len() + in_runs`), in order; their
+    /// entries take no room in `dense`.
+    runs: Vec<Run<V>>,
+    /// Indices in runs.
+    in_runs: usize,
     sparse: FxHashMap<u32, V>,
+    /// Entries of `sparse` that replace a run's entry (counted once in `len`).
+    sparse_in_runs: usize,
+}
+
+/// A run of in-order memo indices that one value stands for.
+#[derive(Clone, Debug)]
+struct Run<V> {
+    start: u32,
+    end: u32,
+    /// Run entries before `start`.
+    before: u32,
+    value: V,
 }
 
 impl<V> Default for Memo<V> {
     fn default() -> Self {
         Memo {
             dense: Vec::new(),
+            runs: Vec::new(),
+            in_runs: 0,
             sparse: FxHashMap::default(),
+            sparse_in_runs: 0,
         }
     }
+}
+
+/// Where an in-order index lives.
+enum Place {
+    Dense(usize),
+    Run(usize),
+    Beyond,
 }
 
 impl<V> Memo<V> {
     /// The number of entries (the index `MEMOIZE` uses next, as in CPython).
     pub fn len(&self) -> usize {
-        self.dense.len() + self.sparse.len()
+        self.dense.len() + self.in_runs + self.sparse.len() - self.sparse_in_runs
     }
 
     /// Whether the memo is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The next in-order index: an entry stored there is dense or extends a run.
+    pub fn next_in_order(&self) -> usize {
+        self.dense.len() + self.in_runs
+    }
+
+    #[inline]
+    fn place(&self, index: u32) -> Place {
+        if index as usize >= self.next_in_order() {
+            return Place::Beyond;
+        }
+        if self.runs.is_empty() {
+            return Place::Dense(index as usize);
+        }
+        let after = self.runs.partition_point(|r| r.start <= index);
+        match after.checked_sub(1) {
+            None => Place::Dense(index as usize),
+            Some(k) => {
+                let r = &self.runs[k];
+                if index < r.end {
+                    Place::Run(k)
+                } else {
+                    Place::Dense((index - r.before - (r.end - r.start)) as usize)
+                }
+            }
+        }
+    }
+
+    /// Stores `value` at `index` as part of a run: the run ending at `index` grows
+    /// when it holds an equal value, else a new run starts. Anything but the next
+    /// in-order index is stored as [`put`](Memo::put) does.
+    pub fn put_run(&mut self, index: u32, value: V)
+    where
+        V: PartialEq,
+    {
+        if index as usize != self.next_in_order() || self.sparse.contains_key(&index) {
+            self.put(index, value);
+            return;
+        }
+        match self.runs.last_mut() {
+            Some(r) if r.end == index && r.value == value => r.end += 1,
+            _ => self.runs.push(Run {
+                start: index,
+                end: index + 1,
+                before: self.in_runs as u32,
+                value,
+            }),
+        }
+        self.in_runs += 1;
+    }
+
+    /// Removes the entry at `index` if it is the last in-order entry and dense (so a
+    /// builder can turn it into the start of a run).
+    pub fn pop_last(&mut self, index: u32) -> Option<V> {
+        let last_in_run =
+            matches!(self.runs.last(), Some(r) if r.end as usize == self.next_in_order());
+        if index as usize + 1 != self.next_in_order()
+            || last_in_run
+            || self.sparse.contains_key(&index)
+        {
+            return None;
+        }
+        self.dense.pop()
     }
 
     /// Resolves a slot to a concrete index.
@@ -211,28 +336,39 @@ impl<V> Memo<V> {
 
     /// Stores `value` at `index`, replacing what was there.
     pub fn put(&mut self, index: u32, value: V) {
-        let i = index as usize;
-        if i < self.dense.len() {
-            self.dense[i] = value;
-        } else if i == self.dense.len() && !self.sparse.contains_key(&index) {
-            self.dense.push(value);
-        } else {
-            self.sparse.insert(index, value);
+        match self.place(index) {
+            Place::Dense(i) => self.dense[i] = value,
+            Place::Run(_) => {
+                if self.sparse.insert(index, value).is_none() {
+                    self.sparse_in_runs += 1;
+                }
+            }
+            Place::Beyond
+                if index as usize == self.next_in_order() && !self.sparse.contains_key(&index) =>
+            {
+                self.dense.push(value)
+            }
+            Place::Beyond => {
+                self.sparse.insert(index, value);
+            }
         }
     }
 
     /// The entry at `index`.
+    #[inline]
     pub fn get(&self, index: u32) -> Option<&V> {
-        self.dense
-            .get(index as usize)
-            .or_else(|| self.sparse.get(&index))
+        match self.place(index) {
+            Place::Dense(i) => Some(&self.dense[i]),
+            Place::Run(k) => self.sparse.get(&index).or(Some(&self.runs[k].value)),
+            Place::Beyond => self.sparse.get(&index),
+        }
     }
 
-    /// The entry at `index`, mutably.
+    /// The entry at `index`, mutably (never the shared value of a run).
     pub fn get_mut(&mut self, index: u32) -> Option<&mut V> {
-        match self.dense.get_mut(index as usize) {
-            Some(value) => Some(value),
-            None => self.sparse.get_mut(&index),
+        match self.place(index) {
+            Place::Dense(i) => Some(&mut self.dense[i]),
+            Place::Run(_) | Place::Beyond => self.sparse.get_mut(&index),
         }
     }
 }
@@ -258,5 +394,52 @@ mod tests {
         assert_eq!(memo.get(4_000_000_000), Some(&7));
         assert_eq!(memo.get(3), None);
         assert!(memo.dense.capacity() < 100);
+    }
+
+    #[test]
+    fn runs_take_no_room() {
+        let mut memo = Memo::default();
+        memo.put(0, 0);
+        for i in 1..1_000_001u32 {
+            memo.put_run(i, -1);
+        }
+        memo.put(1_000_001, 7);
+        for i in 1_000_002..1_000_005u32 {
+            memo.put_run(i, -1);
+        }
+        memo.put(1_000_005, 8);
+        assert_eq!(memo.len(), 1_000_006);
+        assert_eq!(memo.dense.len(), 3);
+        assert_eq!(memo.get(0), Some(&0));
+        assert_eq!(memo.get(1), Some(&-1));
+        assert_eq!(memo.get(1_000_000), Some(&-1));
+        assert_eq!(memo.get(1_000_001), Some(&7));
+        assert_eq!(memo.get(1_000_003), Some(&-1));
+        assert_eq!(memo.get(1_000_005), Some(&8));
+        assert_eq!(memo.get(1_000_006), None);
+        // Replacing a skipped entry keeps the others.
+        memo.put(5, 5);
+        assert_eq!(memo.get(5), Some(&5));
+        assert_eq!(memo.get(6), Some(&-1));
+        assert_eq!(memo.index_for(MemoSlot::Next).unwrap(), 1_000_006);
+    }
+
+    #[test]
+    fn a_dense_entry_can_start_a_run() {
+        let mut memo = Memo::default();
+        memo.put(0, 1);
+        memo.put(1, 2);
+        assert_eq!(memo.pop_last(0), None);
+        assert_eq!(memo.pop_last(1), Some(2));
+        memo.put_run(1, 9);
+        memo.put_run(2, 9);
+        memo.put_run(3, 8);
+        assert_eq!(memo.pop_last(3), None);
+        memo.put(4, 4);
+        assert_eq!(
+            (0..6).map(|i| memo.get(i).copied()).collect::<Vec<_>>(),
+            [Some(1), Some(9), Some(9), Some(8), Some(4), None]
+        );
+        assert_eq!(memo.len(), 5);
     }
 }

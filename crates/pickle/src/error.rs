@@ -46,6 +46,25 @@ pub enum ErrorKind {
         /// The bytes the input still has after the length field.
         remaining: u64,
     },
+    /// A `FRAME` starts before the current frame ends.
+    FrameOverlap {
+        /// The first byte of the current frame's payload.
+        frame_start: u64,
+        /// The byte after its end.
+        frame_end: u64,
+    },
+    /// An opcode starts inside a frame and ends after it.
+    CrossesFrame {
+        /// The first byte of the frame's payload.
+        frame_start: u64,
+        /// The byte after its end.
+        frame_end: u64,
+    },
+    /// Bytes follow the `STOP` opcode (the error's offset is the first of them).
+    TrailingData {
+        /// How many, when the input's length is known.
+        trailing: Option<u64>,
+    },
     /// A negative length field.
     NegativeLength(i64),
     /// A malformed text argument (protocol 0 forms such as `I`, `F`, `S`, `p`).
@@ -167,6 +186,40 @@ impl fmt::Display for Error {
                 group_digits(*declared),
                 group_digits(*remaining)
             ),
+            ErrorKind::FrameOverlap {
+                frame_start,
+                frame_end,
+            } => write!(
+                f,
+                "FRAME at byte {at} starts a new frame inside the frame of bytes {}–{}: \
+                 the file is corrupt (bytes were deleted or inserted)",
+                group_digits(*frame_start),
+                group_digits(frame_end - 1)
+            ),
+            ErrorKind::CrossesFrame {
+                frame_start,
+                frame_end,
+            } => write!(
+                f,
+                "{} at byte {at} runs past the end of its frame (bytes {}–{}): \
+                 the file is corrupt (bytes were deleted or inserted)",
+                op.unwrap_or_default(),
+                group_digits(*frame_start),
+                group_digits(frame_end.saturating_sub(1))
+            ),
+            ErrorKind::TrailingData { trailing } => {
+                write!(f, "data after the end of the pickle: ")?;
+                match trailing {
+                    Some(n) => write!(f, "{} more bytes follow", group_digits(*n))?,
+                    None => write!(f, "more bytes follow")?,
+                }
+                write!(
+                    f,
+                    " its STOP opcode (at byte {}); a snapshot file holds one pickle \
+                     (were files joined, or is the end corrupt?)",
+                    group_digits(self.offset.saturating_sub(1))
+                )
+            }
             ErrorKind::NegativeLength(n) => write!(
                 f,
                 "{} at byte {at} declares a negative length ({n})",

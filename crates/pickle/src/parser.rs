@@ -16,8 +16,9 @@ use crate::text::{self, Int};
 pub enum Progress {
     /// All bytes so far were consumed; the pickle needs more.
     NeedMore,
-    /// `STOP` was reached: the value is complete. Later bytes are ignored, as CPython
-    /// ignores bytes after `STOP`.
+    /// `STOP` was reached: the value is complete. Any later byte is an error
+    /// ([`ErrorKind::TrailingData`]): a snapshot file holds exactly one pickle, as a JSON
+    /// file holds exactly one document.
     Done,
 }
 
@@ -45,7 +46,7 @@ enum Outcome {
 /// ```
 /// use memscope_pickle::{Parser, Progress, tree::TreeBuilder};
 ///
-/// let data = b"\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.";
+/// let data = b"\x80\x04\x95\x09\x00\x00\x00\x00\x00\x00\x00]\x94(K\x01K\x02e.";
 /// let mut parser = Parser::new(TreeBuilder::default());
 /// // Any chunking gives the same result.
 /// for chunk in data.chunks(3) {
@@ -72,9 +73,27 @@ pub struct Parser<B: Builder> {
     /// Offset of the first byte not yet decoded (the start of `carry`, if any).
     consumed: u64,
     total_len: Option<u64>,
-    done: bool,
+    /// While values are being skipped (see [`Builder::wants_value`]): the index in
+    /// `marks` of the first `MARK` set over a skipped value. Everything built above it
+    /// is a placeholder.
+    skip_from: Option<usize>,
+    /// Offset of the `STOP` opcode, once reached.
+    stop_at: Option<u64>,
+    /// Opcodes decoded so far.
+    opcodes: u64,
+    /// The current `FRAME` (protocol 4+): its payload's first byte and its end. No
+    /// opcode may cross the end, as CPython's `pickle` module enforces; [`NO_FRAME`]
+    /// when outside any frame.
+    frame_start: u64,
+    frame_end: u64,
     failed: Option<Error>,
 }
+
+/// Stack length from which the stack grows by an eighth instead of doubling.
+const LARGE_STACK: usize = 1 << 16;
+
+/// `frame_end` outside any frame.
+const NO_FRAME: u64 = u64::MAX;
 
 impl<B: Builder> Parser<B> {
     /// A parser that builds through `builder`.
@@ -89,7 +108,11 @@ impl<B: Builder> Parser<B> {
             pending_at: 0,
             consumed: 0,
             total_len: None,
-            done: false,
+            skip_from: None,
+            stop_at: None,
+            opcodes: 0,
+            frame_start: 0,
+            frame_end: NO_FRAME,
             failed: None,
         }
     }
@@ -107,6 +130,11 @@ impl<B: Builder> Parser<B> {
         self.consumed
     }
 
+    /// Opcodes decoded so far (memory bounds are stated per opcode).
+    pub fn opcodes(&self) -> u64 {
+        self.opcodes
+    }
+
     /// The builder, e.g. to read progress it keeps.
     pub fn builder(&self) -> &B {
         &self.builder
@@ -114,7 +142,7 @@ impl<B: Builder> Parser<B> {
 
     /// Whether `STOP` was reached.
     pub fn is_done(&self) -> bool {
-        self.done
+        self.stop_at.is_some()
     }
 
     /// Decodes `chunk`, which continues the bytes fed so far.
@@ -134,7 +162,19 @@ impl<B: Builder> Parser<B> {
         if let Some(err) = self.failed {
             return Err(err);
         }
-        if self.done {
+        if self.stop_at.is_some() {
+            if self.frame_end != NO_FRAME && self.frame_end > self.consumed {
+                // STOP came, but the last frame declares more bytes than the input has.
+                let frame_at = self.frame_start - 9;
+                return Err(Error::new(
+                    ErrorKind::TooLong {
+                        declared: self.frame_end - self.frame_start,
+                        remaining: self.consumed - self.frame_start,
+                    },
+                    frame_at,
+                    Some(FRAME),
+                ));
+            }
             return Ok(self.builder);
         }
         if self.consumed == 0 && self.carry.is_empty() {
@@ -148,8 +188,12 @@ impl<B: Builder> Parser<B> {
     }
 
     fn feed_inner(&mut self, mut chunk: &[u8]) -> Result<Progress, Error> {
-        if self.done {
-            return Ok(Progress::Done);
+        if let Some(stop_at) = self.stop_at {
+            return if chunk.is_empty() {
+                Ok(Progress::Done)
+            } else {
+                Err(self.trailing(stop_at))
+            };
         }
         // First finish an opcode cut by the previous chunk boundary: top the carry up
         // with what it needs, and decode it again only once that is there (decoding an
@@ -185,11 +229,11 @@ impl<B: Builder> Parser<B> {
                     self.carry_need = None;
                 }
                 Outcome::Stopped(n) => {
+                    let extra = self.carry.len() - n + chunk.len();
                     self.consumed += n as u64;
                     self.carry.clear();
                     self.carry_need = None;
-                    self.done = true;
-                    return Ok(Progress::Done);
+                    return self.stopped(extra);
                 }
                 Outcome::Incomplete { at, need } => {
                     self.consumed += at as u64;
@@ -205,8 +249,7 @@ impl<B: Builder> Parser<B> {
             }
             Outcome::Stopped(n) => {
                 self.consumed += n as u64;
-                self.done = true;
-                Ok(Progress::Done)
+                self.stopped(chunk.len() - n)
             }
             Outcome::Incomplete { at, need } => {
                 self.consumed += at as u64;
@@ -215,6 +258,24 @@ impl<B: Builder> Parser<B> {
                 Ok(Progress::NeedMore)
             }
         }
+    }
+
+    /// `STOP` was decoded (its offset is `consumed - 1`) and `extra` bytes of the
+    /// current chunk follow it.
+    fn stopped(&mut self, extra: usize) -> Result<Progress, Error> {
+        let stop_at = self.consumed - 1;
+        self.stop_at = Some(stop_at);
+        let more_in_file = self.total_len.is_some_and(|total| total > self.consumed);
+        if extra > 0 || more_in_file {
+            return Err(self.trailing(stop_at));
+        }
+        Ok(Progress::Done)
+    }
+
+    fn trailing(&self, stop_at: u64) -> Error {
+        let trailing = self.total_len.map(|total| total - stop_at - 1);
+        Error::new(ErrorKind::TrailingData { trailing }, stop_at + 1, None)
+            .with_total_len(self.total_len)
     }
 
     /// Bytes the input has left after `offset`, when its length is known.
@@ -228,6 +289,15 @@ impl<B: Builder> Parser<B> {
         while pos < buf.len() {
             let op = buf[pos];
             let at = base + pos as u64;
+            if self.stack.len() == self.stack.capacity() && self.stack.len() >= LARGE_STACK {
+                // Millions of values left on the stack: grow by an eighth, not double.
+                self.stack.reserve_exact(self.stack.len() / 8);
+            }
+            if at >= self.frame_end {
+                // The frame ended exactly here: later opcodes are outside any frame
+                // until the next FRAME, as CPython reads them.
+                self.frame_end = NO_FRAME;
+            }
             let rest = &buf[pos + 1..];
             let err = |kind: ErrorKind| Error::new(kind, at, Some(op));
             let build = |e: BuildError| Error::new(ErrorKind::Build(e), at, Some(op));
@@ -256,6 +326,12 @@ impl<B: Builder> Parser<B> {
                                 remaining,
                             }));
                         }
+                    }
+                    if after_header.saturating_add(len) > self.frame_end {
+                        return Err(err(ErrorKind::CrossesFrame {
+                            frame_start: self.frame_start,
+                            frame_end: self.frame_end,
+                        }));
                     }
                     let len = usize::try_from(len).map_err(|_| {
                         err(ErrorKind::TooLong {
@@ -315,17 +391,21 @@ impl<B: Builder> Parser<B> {
                     if start <= self.mark_floor() {
                         return Err(err(ErrorKind::StackUnderflow));
                     }
-                    let target = self.stack[start - 1].clone();
-                    self.builder
-                        .append_memo_refs(&target, &self.pending)
-                        .map_err(|e| Error::new(ErrorKind::Build(e), self.pending_at, Some(op)))?;
+                    let mut target = self.stack[start - 1].clone();
+                    if !self.builder.is_skipped(&target) {
+                        let pending_at = self.pending_at;
+                        let at_pending = |e| Error::new(ErrorKind::Build(e), pending_at, Some(op));
+                        self.builder.pin(&mut target).map_err(at_pending)?;
+                        self.builder
+                            .append_memo_refs(&target, &self.pending)
+                            .map_err(at_pending)?;
+                        self.stack[start - 1] = target;
+                    }
                     self.pending.clear();
                 }
                 MEMOIZE => {
                     pos += 1;
-                    let top = top_of(&self.stack, &self.marks)
-                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
-                    self.builder.memo_put(MemoSlot::Next, top).map_err(build)?;
+                    self.memo_put(MemoSlot::Next).map_err(err)?;
                 }
                 BININT1 => {
                     let v = arg!(1)[0];
@@ -380,6 +460,12 @@ impl<B: Builder> Parser<B> {
                 }
                 MARK => {
                     pos += 1;
+                    if self.skip_from.is_none()
+                        && self.top().is_some_and(|top| self.builder.is_skipped(top))
+                    {
+                        // The items of a skipped value follow: skip them too.
+                        self.skip_from = Some(self.marks.len());
+                    }
                     self.marks.push(self.stack.len());
                 }
                 EMPTY_DICT | EMPTY_LIST | EMPTY_SET => {
@@ -389,7 +475,11 @@ impl<B: Builder> Parser<B> {
                         EMPTY_LIST => ContainerKind::List,
                         _ => ContainerKind::Set,
                     };
-                    let value = self.builder.new_container(kind).map_err(build)?;
+                    let value = if self.skip_from.is_some() || !self.value_wanted() {
+                        self.builder.skipped()
+                    } else {
+                        self.builder.new_container(kind).map_err(build)?
+                    };
                     self.stack.push(value);
                 }
                 SETITEMS | APPENDS | ADDITEMS => {
@@ -400,30 +490,19 @@ impl<B: Builder> Parser<B> {
                     if start <= self.mark_floor() {
                         return Err(err(ErrorKind::StackUnderflow));
                     }
-                    let target = self.stack[start - 1].clone();
-                    let items = self.stack.drain(start..);
-                    match op {
-                        SETITEMS => {
-                            if !items.len().is_multiple_of(2) {
-                                return Err(err(ErrorKind::BadArgument(
-                                    "an odd number of keys and values",
-                                )));
-                            }
-                            self.builder.set_items(&target, items)
-                        }
-                        APPENDS => self.builder.append(&target, items),
-                        _ => self.builder.add_items(&target, items),
+                    if op == SETITEMS && !(self.stack.len() - start).is_multiple_of(2) {
+                        return Err(err(ErrorKind::BadArgument(
+                            "an odd number of keys and values",
+                        )));
                     }
-                    .map_err(build)?;
+                    self.fill(op, start).map_err(build)?;
                 }
                 SETITEM => {
                     pos += 1;
                     let start = self.stack.len().checked_sub(2);
                     match start {
                         Some(start) if start > self.mark_floor() => {
-                            let target = self.stack[start - 1].clone();
-                            let items = self.stack.drain(start..);
-                            self.builder.set_items(&target, items).map_err(build)?;
+                            self.fill(op, start).map_err(build)?;
                         }
                         _ => return Err(err(ErrorKind::StackUnderflow)),
                     }
@@ -433,9 +512,7 @@ impl<B: Builder> Parser<B> {
                     let start = self.stack.len().checked_sub(1);
                     match start {
                         Some(start) if start > self.mark_floor() => {
-                            let target = self.stack[start - 1].clone();
-                            let items = self.stack.drain(start..);
-                            self.builder.append(&target, items).map_err(build)?;
+                            self.fill(op, start).map_err(build)?;
                         }
                         _ => return Err(err(ErrorKind::StackUnderflow)),
                     }
@@ -464,14 +541,24 @@ impl<B: Builder> Parser<B> {
                         .checked_sub(n)
                         .filter(|&s| s >= self.mark_floor())
                         .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
-                    let items = self.stack.drain(start..);
-                    let value = self.builder.tuple(items).map_err(build)?;
+                    let value = if self.skip_from.is_some() {
+                        self.stack.truncate(start);
+                        self.builder.skipped()
+                    } else {
+                        let items = self.stack.drain(start..);
+                        self.builder.tuple(items).map_err(build)?
+                    };
                     self.stack.push(value);
                 }
                 TUPLE | LIST | DICT | FROZENSET => {
                     pos += 1;
+                    let skipping = self.skip_from.is_some();
                     let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
                     let value = match op {
+                        _ if skipping => {
+                            self.stack.truncate(start);
+                            Ok(self.builder.skipped())
+                        }
                         TUPLE => self.builder.tuple(self.stack.drain(start..)),
                         FROZENSET => self.builder.frozenset(self.stack.drain(start..)),
                         _ => {
@@ -488,7 +575,8 @@ impl<B: Builder> Parser<B> {
                                     "an odd number of keys and values",
                                 )));
                             }
-                            let target = self.builder.new_container(kind).map_err(build)?;
+                            let mut target = self.builder.new_container(kind).map_err(build)?;
+                            self.builder.pin(&mut target).map_err(build)?;
                             let items = self.stack.drain(start..);
                             if op == LIST {
                                 self.builder.append(&target, items)
@@ -504,18 +592,18 @@ impl<B: Builder> Parser<B> {
                 BINPUT => {
                     let index = u32::from(arg!(1)[0]);
                     pos += 2;
-                    self.memo_put(index).map_err(err)?;
+                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
                 }
                 LONG_BINPUT => {
                     let index = u32::from_le_bytes(array4(arg!(4)));
                     pos += 5;
-                    self.memo_put(index).map_err(err)?;
+                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
                 }
                 PUT => {
                     let index = parse_memo_index(text_line!()).ok_or_else(|| {
                         err(ErrorKind::BadArgument("the memo index is not a number"))
                     })?;
-                    self.memo_put(index).map_err(err)?;
+                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
                 }
                 GET => {
                     let index = parse_memo_index(text_line!()).ok_or_else(|| {
@@ -567,7 +655,11 @@ impl<B: Builder> Parser<B> {
                 UNICODE => {
                     let s = text::decode_raw_unicode_escape(text_line!())
                         .ok_or_else(|| err(ErrorKind::BadArgument("a bad \\u escape")))?;
-                    let value = self.builder.str(&s).map_err(build)?;
+                    let value = if self.skip_from.is_some() {
+                        self.builder.skipped()
+                    } else {
+                        self.builder.str(&s).map_err(build)?
+                    };
                     self.stack.push(value);
                 }
                 BINSTRING => {
@@ -605,7 +697,11 @@ impl<B: Builder> Parser<B> {
                     } else {
                         BytesKind::Bytes
                     };
-                    let value = self.builder.bytes(bytes, kind).map_err(build)?;
+                    let value = if self.skip_from.is_some() {
+                        self.builder.skipped()
+                    } else {
+                        self.builder.bytes(bytes, kind).map_err(build)?
+                    };
                     self.stack.push(value);
                 }
                 POP => {
@@ -626,10 +722,13 @@ impl<B: Builder> Parser<B> {
                 }
                 DUP => {
                     pos += 1;
-                    let top = self
-                        .top()
-                        .cloned()
-                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                    if self.stack.len() <= self.mark_floor() {
+                        return Err(err(ErrorKind::StackUnderflow));
+                    }
+                    // Two copies of one container: it needs an identity of its own.
+                    let last = self.stack.len() - 1;
+                    self.builder.pin(&mut self.stack[last]).map_err(build)?;
+                    let top = self.stack[last].clone();
                     self.stack.push(top);
                 }
                 PROTO => {
@@ -640,15 +739,34 @@ impl<B: Builder> Parser<B> {
                     }
                 }
                 FRAME => {
-                    // A framing hint (protocol 4+); frames need no special handling when
-                    // the input is streamed anyway.
-                    let _ = arg!(8);
+                    // Protocol 4+ cuts the data into frames. A frame must end before the
+                    // next one starts, and no opcode may cross its end (CPython's
+                    // `pickle` module refuses both); a frame longer than the input is
+                    // truncation.
+                    let len = u64::from_le_bytes(array8(arg!(8)));
+                    if self.frame_end != NO_FRAME {
+                        return Err(err(ErrorKind::FrameOverlap {
+                            frame_start: self.frame_start,
+                            frame_end: self.frame_end,
+                        }));
+                    }
+                    if let Some(remaining) = self.remaining_after(at + 9) {
+                        if len > remaining {
+                            return Err(err(ErrorKind::TooLong {
+                                declared: len,
+                                remaining,
+                            }));
+                        }
+                    }
                     pos += 9;
+                    self.frame_start = at + 9;
+                    self.frame_end = self.frame_start.saturating_add(len);
                 }
                 STOP => {
                     pos += 1;
                     let root = self.pop().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
                     self.builder.finish(root).map_err(build)?;
+                    self.opcodes += 1;
                     return Ok(Outcome::Stopped(pos));
                 }
                 NEXT_BUFFER | READONLY_BUFFER => return Err(err(ErrorKind::OutOfBand)),
@@ -659,6 +777,13 @@ impl<B: Builder> Parser<B> {
                     return Err(err(ErrorKind::Refused { detail }));
                 }
                 _ => return Err(err(ErrorKind::UnknownOpcode)),
+            }
+            self.opcodes += 1;
+            if base + pos as u64 > self.frame_end {
+                return Err(err(ErrorKind::CrossesFrame {
+                    frame_start: self.frame_start,
+                    frame_end: self.frame_end,
+                }));
             }
         }
         Ok(Outcome::Consumed)
@@ -710,17 +835,62 @@ impl<B: Builder> Parser<B> {
     }
 
     fn pop_mark(&mut self) -> Option<usize> {
-        self.marks.pop()
+        let start = self.marks.pop();
+        if self.skip_from.is_some_and(|from| self.marks.len() <= from) {
+            self.skip_from = None;
+        }
+        start
     }
 
-    fn memo_put(&mut self, index: u32) -> Result<(), ErrorKind> {
-        let top = top_of(&self.stack, &self.marks).ok_or(ErrorKind::StackUnderflow)?;
-        self.builder
-            .memo_put(MemoSlot::At(index), top)
-            .map_err(ErrorKind::Build)
+    /// Whether the value about to be built is wanted: the builder is asked when it is
+    /// the value of a key in a dict being filled (`dict, MARK, …, key` or `dict, key`).
+    fn value_wanted(&mut self) -> bool {
+        let floor = self.mark_floor();
+        let above = self.stack.len() - floor;
+        let dict_at = if !above.is_multiple_of(2) && floor > 0 {
+            floor - 1
+        } else if above >= 2 {
+            self.stack.len() - 2
+        } else {
+            return true;
+        };
+        let key = &self.stack[self.stack.len() - 1];
+        self.builder.wants_value(&self.stack[dict_at], key)
+    }
+
+    /// Fills the container below `start` with the values from `start` on (`op` says
+    /// how); a skipped container drops them.
+    fn fill(&mut self, op: u8, start: usize) -> Result<(), BuildError> {
+        let mut target = self.stack[start - 1].clone();
+        if self.builder.is_skipped(&target) {
+            self.stack.truncate(start);
+            return Ok(());
+        }
+        self.builder.pin(&mut target)?;
+        let items = self.stack.drain(start..);
+        match op {
+            SETITEMS | SETITEM => self.builder.set_items(&target, items),
+            APPENDS | APPEND => self.builder.append(&target, items),
+            _ => self.builder.add_items(&target, items),
+        }?;
+        self.stack[start - 1] = target;
+        Ok(())
+    }
+
+    fn memo_put(&mut self, slot: MemoSlot) -> Result<(), ErrorKind> {
+        if self.stack.len() <= self.mark_floor() {
+            return Err(ErrorKind::StackUnderflow);
+        }
+        match self.stack.last() {
+            Some(top) => self.builder.memo_put(slot, top).map_err(ErrorKind::Build),
+            _ => Err(ErrorKind::StackUnderflow),
+        }
     }
 
     fn int_value(&mut self, int: Int) -> Result<B::Value, BuildError> {
+        if self.skip_from.is_some() {
+            return Ok(self.builder.skipped());
+        }
         match int {
             Int::Small(v) => Ok(self.builder.int(v)),
             Int::Big(bytes) => self.builder.big_int(&bytes),
@@ -730,9 +900,12 @@ impl<B: Builder> Parser<B> {
     /// Text from a pickle: UTF-8 (CPython writes lone surrogates with `surrogatepass`;
     /// those become U+FFFD).
     fn str_value(&mut self, bytes: &[u8]) -> Result<B::Value, BuildError> {
+        if self.skip_from.is_some() {
+            return Ok(self.builder.skipped());
+        }
         match std::str::from_utf8(bytes) {
             Ok(s) => self.builder.str(s),
-            Err(_) => self.builder.str(&String::from_utf8_lossy(bytes)),
+            Err(_) => self.builder.str_lossy(&String::from_utf8_lossy(bytes)),
         }
     }
 }

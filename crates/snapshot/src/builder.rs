@@ -48,6 +48,10 @@ pub enum V {
     Str(StrId),
     /// Bytes: index into the builder's byte store.
     Bytes(u32),
+    /// A new container nothing refers to yet: it takes a slot only once it is filled
+    /// or memoized ([`Builder::pin`]), so millions of empty containers cost nothing
+    /// but their handles. The number is its serial.
+    Fresh(ContainerKind, u32),
     /// A container still being filled.
     Open(Handle),
     /// A finished empty list.
@@ -70,6 +74,11 @@ pub enum V {
     Run(RecordKind, u32, u32),
     /// A finished generic container: index into the generic store.
     Gen(u32),
+    /// A value the decoder skipped: under a top-level key the model does not read.
+    Skipped,
+    /// In the memo only: an entry of a run of memoized fresh containers
+    /// (`SnapshotBuilder::fresh_runs` says which).
+    FreshRun,
 }
 
 /// Kinds of record a dict can be recognised as.
@@ -260,7 +269,61 @@ pub struct SnapshotBuilder {
     /// Stream value → index in `snap.streams`.
     stream_codes: FxHashMap<u64, u32>,
     last_stream: Option<(u64, u32)>,
+    /// Serial of the next [`V::Fresh`] container.
+    fresh_next: u32,
+    /// Per fresh serial: pinned or placed already.
+    fresh_done: Bits,
+    /// Per fresh serial: stored in the memo.
+    fresh_memoized: Bits,
+    /// Per fresh serial: a memo lookup handed out a copy of its fresh handle before it
+    /// was pinned (so `pinned` must find its slot later).
+    fresh_copied: Bits,
+    /// Slots of pinned fresh containers whose fresh handle may still be around.
+    pinned: FxHashMap<u32, Handle>,
+    /// Runs of memoized fresh containers: consecutive memo indices holding consecutive
+    /// serials of one kind (ten million `[]` memoized in a row are one run).
+    fresh_runs: Vec<FreshRun>,
+    /// The latest memo entries of fresh containers, `(serial, index)`, newest last:
+    /// where a container's memo entry is when it is pinned (usually within a few).
+    recent_fresh: Vec<(u32, u32)>,
+    /// The slot of the first container of the file when it is a dict: the top-level
+    /// dict of every snapshot. Values under its unknown keys are skipped.
+    root_slot: Option<Handle>,
+    /// Whether a value under the first container was skipped.
+    root_skipped: bool,
     root: Option<Root>,
+}
+
+/// Memo indices `index..index + len` hold fresh containers `serial..serial + len`.
+#[derive(Clone, Copy, Debug)]
+struct FreshRun {
+    index: u32,
+    serial: u32,
+    len: u32,
+    kind: ContainerKind,
+}
+
+/// How many recent memo entries of fresh containers are remembered.
+const RECENT_FRESH: usize = 64;
+
+/// One bit per serial.
+#[derive(Debug, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn get(&self, i: u32) -> bool {
+        self.0
+            .get(i as usize / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn set(&mut self, i: u32) {
+        let word = i as usize / 64;
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (i % 64);
+    }
 }
 
 /// What the top level turned out to be.
@@ -305,6 +368,15 @@ impl SnapshotBuilder {
             action_codes: FxHashMap::default(),
             stream_codes: FxHashMap::default(),
             last_stream: None,
+            fresh_next: 0,
+            fresh_done: Bits::default(),
+            fresh_memoized: Bits::default(),
+            fresh_copied: Bits::default(),
+            pinned: FxHashMap::default(),
+            fresh_runs: Vec::new(),
+            recent_fresh: Vec::with_capacity(RECENT_FRESH),
+            root_slot: None,
+            root_skipped: false,
             root: None,
         }
     }
@@ -385,6 +457,7 @@ impl SnapshotBuilder {
             }
             // A finished container changed again: only cyclic data does that.
             V::EmptyList | V::Stack(_) | V::Run(..) | V::Gen(_) => Err(BuildError::Recursive),
+            V::Fresh(..) => Err(invalid("a container is filled before it was pinned")),
             other => Err(wrong(kind.name(), self.describe(other))),
         }
     }
@@ -397,12 +470,37 @@ impl SnapshotBuilder {
                 if Some(h) == parent {
                     return Err(BuildError::Recursive);
                 }
+                if Some(h) == self.root_slot && self.root_skipped {
+                    return Err(invalid(
+                        "places the top-level dict inside another value after values \
+                         under its unknown keys were skipped (not a snapshot)",
+                    ));
+                }
                 match self.check(h) {
                     Ok(i) => self.finalize(h, i, true),
                     // A copy of a shared container finalized elsewhere already.
                     Err(e) => self.forwards.get(&h).copied().ok_or(e),
                 }
             }
+            V::Fresh(kind, serial) => {
+                if self.fresh_done.get(serial) {
+                    if let Some(&h) = self.pinned.get(&serial) {
+                        // A copy of a container that was filled through another copy.
+                        return self.place(V::Open(h), parent);
+                    }
+                }
+                // Never filled: an empty container.
+                self.fresh_done.set(serial);
+                match kind {
+                    ContainerKind::List => Ok(V::EmptyList),
+                    ContainerKind::Dict => self.record(&[], 1),
+                    ContainerKind::Set => self.new_gen(GenKind::Set, 1, Vec::new()),
+                }
+            }
+            V::Skipped if parent.is_none() || parent != self.root_slot => Err(invalid(
+                "refers to a value stored under a top-level key memscope does not read \
+                 (it skips those values); a snapshot written by torch never does",
+            )),
             other => Ok(other),
         }
     }
@@ -413,7 +511,7 @@ impl SnapshotBuilder {
             V::Open(h) => self.slots.get(h.slot as usize).map_or(1, |s| s.depth),
             V::Stack(_) => 2,
             V::Run(..) => 4,
-            V::EmptyList => 1,
+            V::EmptyList | V::Fresh(..) => 1,
             V::Event(_) | V::Block(_) | V::Segment(_) => 3,
             V::Frame(_) | V::History(_) | V::Annotation(_) => 1,
             _ => 0,
@@ -461,6 +559,7 @@ impl SnapshotBuilder {
         depth: &mut u32,
     ) -> Result<(), BuildError> {
         let is_list = kind == ContainerKind::List;
+        grow_gently(values, items.len());
         if is_list && matches!(*mode, Mode::Empty | Mode::Frames) {
             // The hot case: a batch of frame references for a trace entry's stack.
             let slice = items.as_slice();
@@ -479,7 +578,7 @@ impl SnapshotBuilder {
         }
         for item in items {
             let v = match item {
-                V::Open(_) => self.place(item, Some(h))?,
+                V::Open(_) | V::Fresh(..) | V::Skipped => self.place(item, Some(h))?,
                 v => v,
             };
             if is_list {
@@ -557,11 +656,18 @@ impl SnapshotBuilder {
                 result
             }
             (ContainerKind::List, Mode::Values) => {
-                self.new_gen(GenKind::List, depth, values.to_vec())
+                let items = take_items(&mut values);
+                self.new_gen(GenKind::List, depth, items)
             }
             (ContainerKind::Dict, _) if classify => self.record(&values, depth),
-            (ContainerKind::Dict, _) => self.new_gen(GenKind::Dict, depth, values.to_vec()),
-            (ContainerKind::Set, _) => self.new_gen(GenKind::Set, depth, values.to_vec()),
+            (ContainerKind::Dict, _) => {
+                let items = take_items(&mut values);
+                self.new_gen(GenKind::Dict, depth, items)
+            }
+            (ContainerKind::Set, _) => {
+                let items = take_items(&mut values);
+                self.new_gen(GenKind::Set, depth, items)
+            }
         };
         values.clear();
         // Release the slot (keeping its buffers) and point the memo at the result.
@@ -608,6 +714,11 @@ impl SnapshotBuilder {
             V::Float(_) => "float",
             V::Str(_) => "str",
             V::Bytes(_) => "bytes",
+            V::Fresh(ContainerKind::Dict, _) => "dict",
+            V::Fresh(ContainerKind::Set, _) => "set",
+            V::Fresh(ContainerKind::List, _) => "list",
+            V::Skipped => "skipped value",
+            V::FreshRun => "memo entry",
             V::Open(h) => match self.slots.get(h.slot as usize).map(|s| s.kind) {
                 Some(ContainerKind::Dict) => "dict",
                 Some(ContainerKind::Set) => "set",
@@ -1219,7 +1330,13 @@ impl SnapshotBuilder {
     // ----- the top level -----
 
     fn finish_root(&mut self, root: V) -> Result<(), String> {
+        if self.root_skipped && !matches!(root, V::Open(h) if Some(h) == self.root_slot) {
+            return Err(
+                "not a snapshot: the top level is not the dict the file starts with".to_owned(),
+            );
+        }
         let root = match root {
+            V::Fresh(..) => self.place(root, None).map_err(|e| e.to_string())?,
             V::Open(h) => {
                 let i = self.check(h).map_err(|e| e.to_string())?;
                 self.finalize(h, i, false).map_err(|e| e.to_string())?
@@ -1250,9 +1367,14 @@ impl SnapshotBuilder {
     }
 
     fn summarize_kinds(&self, items: &[V]) -> String {
-        let mut kinds: Vec<&'static str> = items.iter().map(|v| self.describe(*v)).collect();
+        let mut kinds: Vec<&'static str> = Vec::new();
+        for v in items {
+            let kind = self.describe(*v);
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
         kinds.sort_unstable();
-        kinds.dedup();
         kinds
             .iter()
             .map(|k| format!("{k}s"))
@@ -1283,19 +1405,17 @@ impl SnapshotBuilder {
             ));
         }
         for pair in items.chunks_exact(2) {
-            let known = matches!(
-                pair[0],
-                V::Str(StrId(
-                    key::SEGMENTS
-                        | key::DEVICE_TRACES
-                        | key::ALLOCATOR_SETTINGS
-                        | key::EXTERNAL_ANNOTATIONS
-                        | key::HOST_SEGMENTS
-                        | key::HOST_TRACES
-                ))
-            );
-            if !known {
-                self.unknown_key("unknown top-level key", pair[0]);
+            if !is_top_level_key(pair[0]) {
+                self.unknown_key(
+                    "unknown top-level key (its value was skipped, not read)",
+                    pair[0],
+                );
+            } else if pair[1] == V::Skipped {
+                return Err(
+                    "not a snapshot: a top-level value refers to data stored under a key \
+                     memscope does not read (torch never writes this)"
+                        .to_owned(),
+                );
             }
         }
         let device_order = match segments {
@@ -1544,7 +1664,48 @@ impl Builder for SnapshotBuilder {
 
     #[inline]
     fn new_container(&mut self, kind: ContainerKind) -> Result<V, BuildError> {
-        self.open(kind)
+        let serial = self.fresh_next;
+        self.fresh_next = serial
+            .checked_add(1)
+            .ok_or_else(|| invalid("creates more than 4 billion containers"))?;
+        Ok(V::Fresh(kind, serial))
+    }
+
+    fn str_lossy(&mut self, value: &str) -> Result<V, BuildError> {
+        self.snap.warnings.add(
+            "text that is not valid UTF-8, read with U+FFFD in place of the invalid bytes",
+            None,
+        );
+        self.str(value)
+    }
+
+    fn wants_value(&mut self, dict: &V, key: &V) -> bool {
+        let is_root = match *dict {
+            V::Fresh(ContainerKind::Dict, 0) => true,
+            V::Open(h) => Some(h) == self.root_slot,
+            _ => false,
+        };
+        if !is_root || is_top_level_key(*key) {
+            return true;
+        }
+        self.root_skipped = true;
+        false
+    }
+
+    fn skipped(&mut self) -> V {
+        V::Skipped
+    }
+
+    fn is_skipped(&self, value: &V) -> bool {
+        *value == V::Skipped
+    }
+
+    #[inline]
+    fn pin(&mut self, value: &mut V) -> Result<(), BuildError> {
+        if let V::Fresh(kind, serial) = *value {
+            *value = self.pin_fresh(kind, serial)?;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -1572,6 +1733,17 @@ impl Builder for SnapshotBuilder {
     #[inline]
     fn memo_put(&mut self, slot: MemoSlot, value: &V) -> Result<(), BuildError> {
         let index = self.memo.index_for(slot)?;
+        match *value {
+            V::Skipped => {
+                self.memo.put_run(index, V::Skipped);
+                return Ok(());
+            }
+            V::Fresh(kind, serial) => {
+                self.memo_put_fresh(index, kind, serial);
+                return Ok(());
+            }
+            _ => {}
+        }
         self.memo.put(index, *value);
         if let V::Open(h) = *value {
             let i = self.check(h)?;
@@ -1587,14 +1759,28 @@ impl Builder for SnapshotBuilder {
     #[inline]
     fn memo_get(&mut self, index: u32) -> Result<V, BuildError> {
         let v = self
-            .memo
-            .get(index)
-            .copied()
+            .memo_value(index)
             .ok_or(BuildError::MemoMissing(index))?;
-        if let V::Open(h) = v {
-            if let Ok(i) = self.check(h) {
-                self.slots[i].shared = true;
+        match v {
+            V::Open(h) => {
+                if let Ok(i) = self.check(h) {
+                    self.slots[i].shared = true;
+                }
             }
+            V::Fresh(_, serial) => {
+                if let Some(&h) = self.pinned.get(&serial) {
+                    // Filled since, through another copy.
+                    return Ok(match self.check(h) {
+                        Ok(i) => {
+                            self.slots[i].shared = true;
+                            V::Open(h)
+                        }
+                        Err(_) => self.forwards.get(&h).copied().unwrap_or(V::Open(h)),
+                    });
+                }
+                self.fresh_copied.set(serial);
+            }
+            _ => {}
         }
         Ok(v)
     }
@@ -1619,11 +1805,15 @@ impl Builder for SnapshotBuilder {
         if done == indices.len() {
             return Ok(());
         }
-        let mut items = Vec::with_capacity(indices.len() - done);
-        for &index in &indices[done..] {
-            items.push(self.memo_get(index)?);
+        // In batches, so a hostile run of millions of references needs no copy of it.
+        let mut items = Vec::with_capacity((indices.len() - done).min(4096));
+        for batch in indices[done..].chunks(4096) {
+            for &index in batch {
+                items.push(self.memo_get(index)?);
+            }
+            self.fill(list, ContainerKind::List, items.drain(..))?;
         }
-        self.fill(list, ContainerKind::List, items.drain(..))
+        Ok(())
     }
 
     fn finish(&mut self, root: V) -> Result<(), BuildError> {
@@ -1633,6 +1823,11 @@ impl Builder for SnapshotBuilder {
         });
         // The memo and open containers are no longer needed.
         self.memo = Memo::default();
+        self.fresh_done = Bits::default();
+        self.fresh_memoized = Bits::default();
+        self.fresh_copied = Bits::default();
+        self.pinned = FxHashMap::default();
+        self.fresh_runs = Vec::new();
         self.slots = Vec::new();
         self.free_slots = Vec::new();
         self.forwards = FxHashMap::default();
@@ -1640,7 +1835,150 @@ impl Builder for SnapshotBuilder {
     }
 }
 
+/// Containers longer than this are moved, not copied, when finished, and grow by an
+/// eighth instead of doubling: a list of ten million items costs its items once, plus
+/// an eighth, not three times.
+const LARGE_ITEMS: usize = 1 << 16;
+
+/// Makes room for `additional` more items, gently once `values` is large.
+fn grow_gently(values: &mut Vec<V>, additional: usize) {
+    if values.capacity() - values.len() < additional && values.len() >= LARGE_ITEMS {
+        values.reserve_exact(additional.max(values.len() / 8));
+    }
+}
+
+/// A finished container's items: copied to an exact-size vector when small (the slot
+/// keeps its buffer for the next container), moved when large.
+fn take_items(values: &mut Vec<V>) -> Vec<V> {
+    if values.len() < LARGE_ITEMS {
+        values.to_vec()
+    } else {
+        let mut items = mem::take(values);
+        items.shrink_to_fit();
+        items
+    }
+}
+
+/// Whether `key` is one the top-level dict of a snapshot is read for.
+fn is_top_level_key(key: V) -> bool {
+    matches!(
+        key,
+        V::Str(StrId(
+            key::SEGMENTS
+                | key::DEVICE_TRACES
+                | key::ALLOCATOR_SETTINGS
+                | key::EXTERNAL_ANNOTATIONS
+                | key::HOST_SEGMENTS
+                | key::HOST_TRACES
+        ))
+    )
+}
+
 impl SnapshotBuilder {
+    /// A memo entry, with entries of fresh-container runs spelled out.
+    #[inline]
+    fn memo_value(&self, index: u32) -> Option<V> {
+        match self.memo.get(index).copied()? {
+            V::FreshRun => {
+                let k = self
+                    .fresh_runs
+                    .partition_point(|r| r.index <= index)
+                    .checked_sub(1)?;
+                let run = self.fresh_runs[k];
+                (index - run.index < run.len)
+                    .then(|| V::Fresh(run.kind, run.serial + (index - run.index)))
+            }
+            v => Some(v),
+        }
+    }
+
+    /// Stores fresh container `serial` at memo `index`: as part of a run when the
+    /// entry before holds the serial before.
+    fn memo_put_fresh(&mut self, index: u32, kind: ContainerKind, serial: u32) {
+        self.fresh_memoized.set(serial);
+        if index as usize == self.memo.next_in_order() && index > 0 && serial > 0 {
+            if let Some(run) = self.fresh_runs.last_mut() {
+                if run.index + run.len == index
+                    && run.serial + run.len == serial
+                    && run.kind == kind
+                {
+                    run.len += 1;
+                    self.memo.put_run(index, V::FreshRun);
+                    return;
+                }
+            }
+            if self.memo.get(index - 1) == Some(&V::Fresh(kind, serial - 1))
+                && self.memo.pop_last(index - 1).is_some()
+            {
+                self.memo.put_run(index - 1, V::FreshRun);
+                self.memo.put_run(index, V::FreshRun);
+                self.fresh_runs.push(FreshRun {
+                    index: index - 1,
+                    serial: serial - 1,
+                    len: 2,
+                    kind,
+                });
+                return;
+            }
+        }
+        self.memo.put(index, V::Fresh(kind, serial));
+        if self.recent_fresh.len() == RECENT_FRESH {
+            self.recent_fresh.remove(0);
+        }
+        self.recent_fresh.push((serial, index));
+    }
+
+    /// Gives fresh container `serial` a slot; its memo entries, if any, now name the
+    /// slot (and are rewritten to its finished value when it is placed).
+    fn pin_fresh(&mut self, kind: ContainerKind, serial: u32) -> Result<V, BuildError> {
+        if self.fresh_done.get(serial) {
+            return match self.pinned.get(&serial) {
+                Some(&h) if self.check(h).is_ok() => Ok(V::Open(h)),
+                _ => Err(invalid(
+                    "changes a container after it was placed in another one \
+                     (not plain data as CPython writes it)",
+                )),
+            };
+        }
+        self.fresh_done.set(serial);
+        let opened = self.open(kind)?;
+        let V::Open(h) = opened else {
+            return Ok(opened);
+        };
+        if serial == 0 && kind == ContainerKind::Dict {
+            self.root_slot = Some(h);
+        }
+        let mut copies = self.fresh_copied.get(serial);
+        if self.fresh_memoized.get(serial) {
+            let mut found = false;
+            for n in 0..self.recent_fresh.len() {
+                let (s, index) = self.recent_fresh[n];
+                if s == serial && self.memo_value(index) == Some(V::Fresh(kind, serial)) {
+                    self.memo_put(MemoSlot::At(index), &opened)?;
+                    found = true;
+                }
+            }
+            let k = self.fresh_runs.partition_point(|r| r.serial <= serial);
+            if let Some(run) = k.checked_sub(1).map(|k| self.fresh_runs[k]) {
+                let index = run.index + (serial - run.serial);
+                if serial - run.serial < run.len
+                    && self.memo_value(index) == Some(V::Fresh(kind, serial))
+                {
+                    self.memo_put(MemoSlot::At(index), &opened)?;
+                    found = true;
+                }
+            }
+            // Memoized long ago (not among the recent entries): its memo entry still
+            // holds the fresh handle, so lookups must find the slot.
+            copies |= !found;
+        }
+        if copies {
+            self.pinned.insert(serial, h);
+            self.slots[h.slot as usize].shared = true;
+        }
+        Ok(opened)
+    }
+
     fn immutable(&mut self, kind: GenKind, items: Drain<'_, V>) -> Result<V, BuildError> {
         let mut depth = 1;
         let mut values = Vec::with_capacity(items.len());

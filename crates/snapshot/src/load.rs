@@ -83,11 +83,17 @@ impl Decoder {
         in_gzip: bool,
     ) -> Result<(), LoadError> {
         if let Decoder::Sniff(head) = self {
-            head.extend_from_slice(chunk);
-            let Some(json) = sniff_json(head) else {
-                return Ok(());
+            // Copy the first bytes only while they do not decide yet.
+            let head = if head.is_empty() && sniff_json(chunk).is_some() {
+                std::borrow::Cow::Borrowed(chunk)
+            } else {
+                head.extend_from_slice(chunk);
+                if sniff_json(head).is_none() {
+                    return Ok(());
+                }
+                std::borrow::Cow::Owned(std::mem::take(head))
             };
-            let head = std::mem::take(head);
+            let json = sniff_json(&head) == Some(true);
             *self = if json {
                 let parser = JsonParser::new(SnapshotBuilder::new());
                 Decoder::Json(match total_len {
@@ -132,6 +138,14 @@ impl Decoder {
         builder
             .into_snapshot(encoding)
             .map_err(LoadError::NotASnapshot)
+    }
+
+    fn steps(&self) -> u64 {
+        match self {
+            Decoder::Sniff(_) => 0,
+            Decoder::Pickle(p) => p.opcodes(),
+            Decoder::Json(p) => p.consumed(),
+        }
     }
 
     fn events_so_far(&self) -> usize {
@@ -238,6 +252,17 @@ impl Loader {
         self.bytes_read
     }
 
+    /// Steps decoded so far: pickle opcodes, or bytes of JSON (after gzip). Memory
+    /// bounds are stated per step: beyond what the snapshot keeps, loading uses at
+    /// most 16 bytes per step + 64 MiB (see `docs/semantics.md`).
+    pub fn decoded_steps(&self) -> u64 {
+        match &self.stage {
+            Stage::Start(_) => 0,
+            Stage::Plain(d) => d.steps(),
+            Stage::Gzip(g) => g.get_ref().decoder.steps(),
+        }
+    }
+
     /// Trace entries decoded so far.
     pub fn events_so_far(&self) -> usize {
         match &self.stage {
@@ -252,11 +277,17 @@ impl Loader {
         self.bytes_read += chunk.len() as u64;
         match &mut self.stage {
             Stage::Start(head) => {
-                head.extend_from_slice(chunk);
-                if head.len() < 2 {
-                    return Ok(());
-                }
-                let head = std::mem::take(head);
+                // The first two bytes decide; copy only what is needed to see them.
+                let whole = head.is_empty() && chunk.len() >= 2;
+                let head = if whole {
+                    std::borrow::Cow::Borrowed(chunk)
+                } else {
+                    head.extend_from_slice(chunk);
+                    if head.len() < 2 {
+                        return Ok(());
+                    }
+                    std::borrow::Cow::Owned(std::mem::take(head))
+                };
                 self.stage = if head.starts_with(&[0x1f, 0x8b]) {
                     Stage::Gzip(Box::new(MultiGzDecoder::new(GzipSink {
                         decoder: Decoder::Sniff(Vec::new()),
