@@ -175,7 +175,7 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         let item = el("li", &class);
         append(&item, &el_text("span", "frame-name", &f.name));
         let base = f.filename.rsplit(['/', '\\']).next().unwrap_or(&f.filename);
-        let place = if f.line == "0" || f.line == "18446744073709551615" {
+        let place = if f.line.is_empty() || f.line == "0" || f.line == "18446744073709551615" {
             base.to_owned()
         } else {
             format!("{base}:{}", f.line)

@@ -85,9 +85,11 @@ impl fmt::Display for BuildError {
                 write!(f, "refers to memo entry {index}, which was never stored")
             }
             BuildError::MemoFull => write!(f, "stores more than 4,294,967,295 memo entries"),
-            BuildError::WrongType { expected, found } => {
-                write!(f, "needs a {expected} but finds a {found}")
-            }
+            BuildError::WrongType { expected, found } => write!(
+                f,
+                "needs a {expected} to add to, but the value below its MARK is a {found}: \
+                 the file is corrupt"
+            ),
             BuildError::Recursive => write!(
                 f,
                 "builds a container that contains itself (recursive data is not a snapshot)"

@@ -21,10 +21,10 @@ use std::vec::Drain;
 use memscope_pickle::{BuildError, Builder, BytesKind, ContainerKind, Memo, MemoSlot};
 use rustc_hash::FxHashMap;
 
-use crate::intern::{Frame, FrameId, FxInfo, StackId, StrId};
+use crate::intern::{Frame, FrameId, FxInfo, StackId, StrId, NO_LINE};
 use crate::model::{
     Action, BlockState, Encoding, Setting, SettingValue, Snapshot, Trace, HOST_DEVICE, NONE,
-    NO_TIME,
+    NO_DEVICE, NO_TIME,
 };
 
 /// Containers nested deeper than this are refused (snapshots nest about 6 deep; the
@@ -458,6 +458,22 @@ impl SnapshotBuilder {
             // A finished container changed again: only cyclic data does that.
             V::EmptyList | V::Stack(_) | V::Run(..) | V::Gen(_) => Err(BuildError::Recursive),
             V::Fresh(..) => Err(invalid("a container is filled before it was pinned")),
+            V::Frame(_)
+            | V::Event(_)
+            | V::Block(_)
+            | V::Segment(_)
+            | V::History(_)
+            | V::Annotation(_) => {
+                let what = match kind {
+                    ContainerKind::Dict => "key/value pairs",
+                    _ => "items",
+                };
+                Err(BuildError::Invalid(format!(
+                    "adds {what} to {}, which was already complete and read: the file is \
+                     corrupt (a value was changed after it was used)",
+                    self.in_words(*v)
+                )))
+            }
             other => Err(wrong(kind.name(), self.describe(other))),
         }
     }
@@ -969,6 +985,7 @@ impl SnapshotBuilder {
             .filter(|&i| i != NONE)
             .ok_or_else(|| invalid("more than 4 billion trace entries"))?;
         let (mut action, mut addr, mut size, mut stream) = (None, 0, 0, 0);
+        let mut has_addr = false;
         let (mut time_us, mut stack) = (NO_TIME, StackId::EMPTY);
         for pair in items.chunks_exact(2) {
             let (k, v) = (pair[0], pair[1]);
@@ -978,7 +995,10 @@ impl SnapshotBuilder {
             };
             match id {
                 key::ACTION => action = Some(v),
-                key::ADDR => addr = self.u64_field(v, "a trace entry addr that is not an address"),
+                key::ADDR => {
+                    has_addr = true;
+                    addr = self.u64_field(v, "a trace entry addr that is not an address")
+                }
                 key::SIZE => size = self.u64_field(v, "a trace entry size that is not a size"),
                 key::STREAM => stream = self.stream_code(v),
                 key::TIME_US => {
@@ -1030,6 +1050,17 @@ impl SnapshotBuilder {
             None => StrId(key::EMPTY),
         };
         let code = self.action_code(action);
+        let allocates_or_frees = matches!(
+            self.snap.action_kinds[usize::from(code)],
+            Action::Alloc | Action::FreeRequested | Action::FreeCompleted | Action::Free
+        );
+        if allocates_or_frees && !has_addr {
+            self.snap.warnings.add(
+                "an alloc or free trace entry without addr: it cannot be matched with its \
+                 free or alloc (read as address 0; an alloc without its free counts as never freed)",
+                None,
+            );
+        }
         let e = &mut self.snap.events;
         e.action.push(code);
         e.addr.push(addr);
@@ -1089,7 +1120,7 @@ impl SnapshotBuilder {
     fn frame(&mut self, items: &[V]) -> Result<V, BuildError> {
         let mut frame = Frame {
             filename: StrId(key::EMPTY),
-            line: 0,
+            line: NO_LINE,
             name: StrId(key::EMPTY),
             fx: FxInfo::default(),
         };
@@ -1121,6 +1152,12 @@ impl SnapshotBuilder {
                 _ => self.unknown_key("unknown key in frames", k),
             }
         }
+        if frame.line == NO_LINE {
+            self.snap.warnings.add(
+                "a frame without line (kept apart from line 0, as CPython reads it: None)",
+                None,
+            );
+        }
         self.snap
             .frames
             .intern(frame)
@@ -1142,12 +1179,7 @@ impl SnapshotBuilder {
                 continue;
             };
             match id {
-                key::DEVICE => {
-                    device = self
-                        .i64_field(v, "a segment device that is not an integer")
-                        .and_then(|d| i32::try_from(d).ok())
-                        .unwrap_or(0)
-                }
+                key::DEVICE => device = self.segment_device(v),
                 key::ADDRESS => address = self.u64_field(v, "a segment address that is not one"),
                 key::TOTAL_SIZE => total = self.u64_field(v, "a segment size that is not a size"),
                 key::ALLOCATED_SIZE => {
@@ -1200,6 +1232,23 @@ impl SnapshotBuilder {
         g.stack.push(stack);
         g.blocks.push(blocks);
         Ok(V::Segment(index))
+    }
+
+    /// A segment's device: an ordinal from 0 to 2^31 − 1. Anything else (−1, 2^40, a
+    /// string) is no device: the segment is left out of every device, with a warning,
+    /// instead of being counted on another device.
+    fn segment_device(&mut self, v: V) -> i32 {
+        match self.as_i128(v).map(i32::try_from) {
+            Some(Ok(device)) if device >= 0 => device,
+            _ => {
+                self.snap.warnings.add(
+                    "a segment whose device is not a device ordinal (an integer from 0 \
+                     to 2,147,483,647): the segment is left out",
+                    None,
+                );
+                NO_DEVICE
+            }
+        }
     }
 
     fn block(&mut self, items: &[V]) -> Result<V, BuildError> {
@@ -1306,10 +1355,17 @@ impl SnapshotBuilder {
                         .add("an annotation stage that is not START or END", None),
                 },
                 V::Str(StrId(key::DEVICE)) => {
-                    device = self
-                        .i64_field(v, "an annotation device that is not an integer")
-                        .and_then(|d| i32::try_from(d).ok())
-                        .unwrap_or(0)
+                    device = match self.as_i128(v).map(i32::try_from) {
+                        Some(Ok(device)) if device >= 0 => device,
+                        _ => {
+                            self.snap.warnings.add(
+                                "an annotation whose device is not a device ordinal: \
+                                 it is left out",
+                                None,
+                            );
+                            NO_DEVICE
+                        }
+                    }
                 }
                 V::Str(StrId(key::TIME_US)) => {
                     time_us = self
@@ -1355,7 +1411,9 @@ impl SnapshotBuilder {
                 let node = &self.gens[id as usize];
                 let kinds = self.summarize_kinds(&node.items);
                 Err(format!(
-                    "not a snapshot: the top level is a list of {} {kinds}, not segments",
+                    "not a snapshot: the top level is a list of {} items ({kinds}), where a \
+                     snapshot has a dict with 'segments' and 'device_traces' (or, from older \
+                     torch, a list of segments and nothing else)",
                     node.items.len()
                 ))
             }
@@ -1375,11 +1433,25 @@ impl SnapshotBuilder {
             }
         }
         kinds.sort_unstable();
-        kinds
-            .iter()
-            .map(|k| format!("{k}s"))
-            .collect::<Vec<_>>()
-            .join("/")
+        let mut words: Vec<String> = kinds.iter().map(|k| format!("{k}s")).collect();
+        match words.pop() {
+            Some(last) if !words.is_empty() => format!("{} and {last}", words.join(", ")),
+            Some(last) => last,
+            None => "nothing".to_owned(),
+        }
+    }
+
+    /// A finished record in the user's terms, for messages.
+    fn in_words(&self, v: V) -> &'static str {
+        match v {
+            V::Frame(_) => "a stack frame (a dict with filename, line and name)",
+            V::Event(_) => "a trace entry (a dict with action)",
+            V::Block(_) => "a block (a dict with state)",
+            V::Segment(_) => "a segment (a dict with total_size or blocks)",
+            V::History(_) => "a block history entry (a dict with real_size)",
+            V::Annotation(_) => "an annotation (a dict with stage)",
+            other => self.describe(other),
+        }
     }
 
     fn finish_dict(&mut self, id: u32) -> Result<(), String> {

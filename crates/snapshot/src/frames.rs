@@ -8,7 +8,7 @@
 //! (not the interpreter, not an installed library such as torch itself): it names what
 //! allocated the memory, and colours the timeline.
 
-use crate::intern::{FrameId, StackId};
+use crate::intern::{FrameId, StackId, NO_LINE};
 use crate::model::Snapshot;
 
 /// Substrings of C/C++ function names that are recording, interpreter or process
@@ -147,15 +147,16 @@ pub fn short_label(snap: &Snapshot, frame: FrameId) -> String {
     }
 }
 
-/// `filename:line name` in full, for stacks shown and copied.
+/// `filename:line name` in full, for stacks shown and copied (`filename name` for a
+/// frame without line).
 pub fn full_label(snap: &Snapshot, frame: FrameId) -> String {
     let i = frame.0 as usize;
-    format!(
-        "{}:{} {}",
-        snap.strings.get(snap.frames.filename[i]),
-        snap.frames.line[i],
-        snap.strings.get(snap.frames.name[i])
-    )
+    let filename = snap.strings.get(snap.frames.filename[i]);
+    let name = snap.strings.get(snap.frames.name[i]);
+    match snap.frames.line[i] {
+        NO_LINE => format!("{filename} {name}"),
+        line => format!("{filename}:{line} {name}"),
+    }
 }
 
 #[cfg(test)]

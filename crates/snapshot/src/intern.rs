@@ -142,12 +142,16 @@ impl FxInfo {
     }
 }
 
+/// The `line` of a frame that has none (CPython's `None`: distinct from every line).
+pub const NO_LINE: i128 = i128::MIN;
+
 /// One frame as recorded: `{filename, line, name}` plus optional fx fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     /// `filename`.
     pub filename: StrId,
-    /// `line`. PyTorch writes 2^64−1 for unknown C++ lines, hence `i128`.
+    /// `line`. PyTorch writes 2^64−1 for unknown C++ lines, hence `i128`; a frame
+    /// without `line` has [`NO_LINE`].
     pub line: i128,
     /// `name` (the function).
     pub name: StrId,

@@ -42,11 +42,11 @@ mod warnings;
 
 pub use alloc::{Allocations, Origin};
 pub use builder::{SnapshotBuilder, MAX_DEPTH};
-pub use intern::{Frame, FrameId, Frames, FxInfo, StackId, Stacks, StrId, Strings};
+pub use intern::{Frame, FrameId, Frames, FxInfo, StackId, Stacks, StrId, Strings, NO_LINE};
 pub use load::{load_bytes, load_reader, LoadError, Loader, ReadError};
 pub use model::{
     Action, Annotations, BlockState, Blocks, Encoding, Events, History, Segments, Setting,
-    SettingValue, Snapshot, SparseEvents, Trace, HOST_DEVICE, NONE, NO_TIME,
+    SettingValue, Snapshot, SparseEvents, Trace, HOST_DEVICE, NONE, NO_DEVICE, NO_TIME,
 };
 pub use summary::{base_name, rank_from_name, summarize, DeviceSummary};
 pub use warnings::{Warning, WarningKey, Warnings};

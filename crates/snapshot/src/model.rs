@@ -12,6 +12,10 @@ pub const NONE: u32 = u32::MAX;
 /// The device number host memory (`host_segments`, `host_traces`) is filed under.
 pub const HOST_DEVICE: i32 = -1;
 
+/// The device of a segment or annotation whose `device` is not a device ordinal
+/// (negative, beyond `i32`, not an integer): on no device, never reported.
+pub const NO_DEVICE: i32 = i32::MIN;
+
 /// What a trace entry records. The original action string is kept as well (see
 /// [`Snapshot::action_name`]), so unknown actions are counted exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -379,7 +383,7 @@ impl Snapshot {
             .filter(|t| !t.events.is_empty())
             .map(|t| t.device)
             .chain(self.segments.device.iter().copied())
-            .filter(|&d| d != HOST_DEVICE)
+            .filter(|&d| d != HOST_DEVICE && d != NO_DEVICE)
             .collect();
         devices.sort_unstable();
         devices.dedup();

@@ -2,7 +2,7 @@
 
 use memscope_protocol::{AllocationDetail, FrameText};
 use memscope_snapshot::frames::{call_site, is_noise};
-use memscope_snapshot::{Allocations, Origin, Snapshot, SparseEvents, NONE, NO_TIME};
+use memscope_snapshot::{Allocations, Origin, Snapshot, SparseEvents, NONE, NO_LINE, NO_TIME};
 
 fn event(e: u32) -> Option<u32> {
     (e != NONE).then_some(e)
@@ -46,7 +46,11 @@ pub fn detail(
             let fi = f.0 as usize;
             FrameText {
                 filename: snap.strings.get(snap.frames.filename[fi]).to_owned(),
-                line: snap.frames.line[fi].to_string(),
+                // A frame without line shows none (the panel treats "" like "0").
+                line: match snap.frames.line[fi] {
+                    NO_LINE => String::new(),
+                    line => line.to_string(),
+                },
                 name: snap.strings.get(snap.frames.name[fi]).to_owned(),
                 noise: is_noise(snap, f),
                 call_site: Some(f) == site,
