@@ -5,7 +5,8 @@
 //! is made, so memory holds one snapshot plus small reports (`compare` holds two). A
 //! file that cannot be read is reported as `summary` does — an `{"file", "error"}` line
 //! with `--json`, a line after the table without — the others still count, and the exit
-//! status is 1.
+//! status is 1; so is a file with nothing to show. A file's warnings are printed after
+//! the table, and with `ranks --json` as a `warnings` array on each of its lines.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -14,10 +15,11 @@ use memscope_fleet::{
     compare as fleet_compare, Align, Anomaly, Change, Comparison, FleetReport, RankModel,
     RankReport, RankRow, Thresholds,
 };
-use memscope_snapshot::base_name;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
+use memscope_snapshot::{base_name, Warning};
+use serde::Serialize;
 
-use crate::load;
+use crate::{load, NOTHING_TO_SHOW};
 
 /// Loaded reports of every readable file, and what went wrong with the others.
 struct Loaded {
@@ -26,6 +28,25 @@ struct Loaded {
     errors: Vec<(String, String)>,
     /// `(base name, message)` of readable files with something odd.
     notes: Vec<(String, String)>,
+    /// `(base name, warnings)` of every readable file.
+    warnings: Vec<(String, Vec<Warning>)>,
+}
+
+impl Loaded {
+    fn warnings_of(&self, file: &str) -> &[Warning] {
+        self.warnings
+            .iter()
+            .find(|(f, _)| f == file)
+            .map_or(&[], |(_, w)| w.as_slice())
+    }
+}
+
+/// A JSON line with its file's warnings.
+#[derive(Serialize)]
+struct WithWarnings<'a, T: Serialize> {
+    #[serde(flatten)]
+    line: &'a T,
+    warnings: &'a [Warning],
 }
 
 fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {
@@ -33,22 +54,25 @@ fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {
         reports: Vec::new(),
         errors: Vec::new(),
         notes: Vec::new(),
+        warnings: Vec::new(),
     };
     for path in files {
         let name = path.to_string_lossy();
         let base = base_name(&name).to_owned();
         match load(path) {
             Ok(snap) => {
-                for w in snap.warnings.report(&snap.strings) {
+                let warnings = snap.warnings.report(&snap.strings);
+                for w in &warnings {
                     loaded
                         .notes
                         .push((base.clone(), format!("{} (×{})", w.message, w.count)));
                 }
+                loaded.warnings.push((base.clone(), warnings));
                 let models = RankModel::all(&name, &snap);
                 if models.is_empty() {
                     loaded
-                        .notes
-                        .push((base.clone(), "no device has a trace or a segment".into()));
+                        .errors
+                        .push((base.clone(), NOTHING_TO_SHOW.to_owned()));
                 }
                 for model in &models {
                     loaded.reports.push(RankReport::new(&snap, model, th));
@@ -60,10 +84,19 @@ fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {
     loaded
 }
 
-fn print_errors(out: &mut impl Write, errors: &[(String, String)], json: bool) -> io::Result<()> {
+fn print_errors(
+    out: &mut impl Write,
+    errors: &[(String, String)],
+    loaded: Option<&Loaded>,
+    json: bool,
+) -> io::Result<()> {
     for (file, error) in errors {
         if json {
-            let line = serde_json::json!({ "file": file, "error": error });
+            let mut line = serde_json::json!({ "file": file, "error": error });
+            let warnings = loaded.map_or(&[][..], |l| l.warnings_of(file));
+            if !warnings.is_empty() {
+                line["warnings"] = serde_json::to_value(warnings)?;
+            }
             writeln!(out, "{line}")?;
         } else {
             writeln!(out, "{file}: error: {error}")?;
@@ -131,13 +164,17 @@ fn outlier_text(row: &RankRow) -> String {
 /// `memscope ranks`.
 pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
     let th = Thresholds::default();
-    let loaded = load_reports(files, &th);
-    let fleet = FleetReport::new(loaded.reports, &th);
+    let mut loaded = load_reports(files, &th);
+    let fleet = FleetReport::new(std::mem::take(&mut loaded.reports), &th);
     let mut out = io::stdout().lock();
     if json {
-        print_errors(&mut out, &loaded.errors, true)?;
+        print_errors(&mut out, &loaded.errors, Some(&loaded), true)?;
         for row in &fleet.overview.rows {
-            serde_json::to_writer(&mut out, row)?;
+            let line = WithWarnings {
+                line: row,
+                warnings: loaded.warnings_of(&row.figures.id.file),
+            };
+            serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
         }
     } else {
@@ -189,7 +226,7 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
                 }
             }
         }
-        print_errors(&mut out, &loaded.errors, false)?;
+        print_errors(&mut out, &loaded.errors, Some(&loaded), false)?;
         for (file, note) in &loaded.notes {
             writeln!(out, "{file}: {note}")?;
         }
@@ -211,11 +248,11 @@ fn anomaly_row(a: &Anomaly) -> Vec<String> {
 /// `memscope anomalies`.
 pub fn anomalies(files: &[PathBuf], json: bool) -> io::Result<bool> {
     let th = Thresholds::default();
-    let loaded = load_reports(files, &th);
-    let fleet = FleetReport::new(loaded.reports, &th);
+    let mut loaded = load_reports(files, &th);
+    let fleet = FleetReport::new(std::mem::take(&mut loaded.reports), &th);
     let mut out = io::stdout().lock();
     if json {
-        print_errors(&mut out, &loaded.errors, true)?;
+        print_errors(&mut out, &loaded.errors, Some(&loaded), true)?;
         for a in &fleet.anomalies {
             serde_json::to_writer(&mut out, a)?;
             writeln!(out)?;
@@ -235,7 +272,7 @@ pub fn anomalies(files: &[PathBuf], json: bool) -> io::Result<bool> {
             &rows,
             &[1, 3, 4],
         )?;
-        print_errors(&mut out, &loaded.errors, false)?;
+        print_errors(&mut out, &loaded.errors, Some(&loaded), false)?;
         for (file, note) in &loaded.notes {
             writeln!(out, "{file}: {note}")?;
         }
@@ -266,6 +303,9 @@ pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> io::Result<bool> {
     for path in [a, b] {
         let name = path.to_string_lossy().into_owned();
         match load(path) {
+            Ok(snap) if snap.devices().is_empty() => {
+                errors.push((base_name(&name).to_owned(), NOTHING_TO_SHOW.to_owned()));
+            }
             Ok(snap) => {
                 let device = opts
                     .device
@@ -284,7 +324,7 @@ pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> io::Result<bool> {
             Err(error) => errors.push((base_name(&name).to_owned(), error)),
         }
     }
-    print_errors(&mut out, &errors, opts.json)?;
+    print_errors(&mut out, &errors, None, opts.json)?;
     if let [(snap_a, model_a), (snap_b, model_b)] = sides.as_slice() {
         let cmp = fleet_compare(snap_a, model_a, snap_b, model_b, &opts.align, opts.bins);
         if opts.json {

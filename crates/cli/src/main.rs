@@ -1,9 +1,11 @@
 //! `memscope`: PyTorch CUDA memory snapshots on the command line.
 //!
 //! `memscope summary FILE...` prints a table per (file, device); `--json` prints one JSON
-//! object per line with the fields documented in README.md. A file that cannot be read
-//! is reported (with the reason) and the others still print; the exit status is 1 if
-//! any file failed.
+//! object per line with the fields documented in README.md, and the file's `warnings`
+//! (everything read differently from what the file says). A file that cannot be read,
+//! or that has nothing to show (no device has a trace entry or a segment), is reported
+//! with the reason and the others still print; the exit status is 1 if any file
+//! failed. `-` reads standard input; a pipe is read to its end.
 //!
 //! `memscope ranks`, `memscope anomalies` and `memscope compare` look at many ranks at
 //! once (`memscope-fleet`): the per-rank overview with outlier flags, the anomalies with
@@ -19,7 +21,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use memscope_fleet::Align;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot};
+use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot, Warning};
+use serde::Serialize;
 
 #[derive(Parser)]
 #[command(
@@ -40,7 +43,8 @@ enum Command {
         /// One JSON object per (file, device) per line, instead of a table.
         #[arg(long)]
         json: bool,
-        /// Snapshot files: pickle or JSON, optionally gzip-compressed.
+        /// Snapshot files: pickle or JSON, optionally gzip-compressed (`-`: standard
+        /// input).
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -142,12 +146,31 @@ fn main() -> ExitCode {
     }
 }
 
-/// Loads one file, with a progress bar on a terminal for large files.
+/// Why a loaded file prints no row.
+pub(crate) const NOTHING_TO_SHOW: &str =
+    "nothing to show: no device has a trace entry or a segment";
+
+/// Loads one file (`-`: standard input), with a progress bar on a terminal for large
+/// files. The length comes from the file's metadata only for a regular file: a pipe,
+/// `/dev/stdin` or a FIFO says 0 or nothing, and is read to its end.
 pub(crate) fn load(path: &Path) -> Result<Snapshot, String> {
+    let name = base_name(&path.to_string_lossy()).to_owned();
+    if path.as_os_str() == "-" {
+        return load_from(io::stdin().lock(), None, &name);
+    }
     let file = File::open(path).map_err(|e| format!("cannot open the file: {e}"))?;
-    let len = file.metadata().map(|m| m.len()).ok();
+    let len = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    load_from(file, len, &name)
+}
+
+fn load_from(reader: impl io::Read, len: Option<u64>, name: &str) -> Result<Snapshot, String> {
+    let terminal = io::stderr().is_terminal();
     let bar = match len {
-        Some(len) if len >= PROGRESS_MIN_BYTES && io::stderr().is_terminal() => {
+        Some(len) if len >= PROGRESS_MIN_BYTES && terminal => {
             let bar = ProgressBar::new(len);
             bar.set_style(
                 ProgressStyle::with_template(
@@ -156,12 +179,23 @@ pub(crate) fn load(path: &Path) -> Result<Snapshot, String> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
             );
-            bar.set_message(base_name(&path.to_string_lossy()).to_owned());
+            Some(bar)
+        }
+        // Size unknown (a pipe): bytes read so far.
+        None if terminal => {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{msg} {spinner} {bytes} read ({bytes_per_sec})")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             Some(bar)
         }
         _ => None,
     };
-    let result = load_reader(file, len, |read| {
+    if let Some(bar) = &bar {
+        bar.set_message(name.to_owned());
+    }
+    let result = load_reader(reader, len, |read| {
         if let Some(bar) = &bar {
             bar.set_position(read);
         }
@@ -170,6 +204,23 @@ pub(crate) fn load(path: &Path) -> Result<Snapshot, String> {
         bar.finish_and_clear();
     }
     result.map_err(|e| e.to_string())
+}
+
+/// A `summary --json` line: the summary's fields and the file's warnings.
+#[derive(Serialize)]
+struct SummaryLine<'a> {
+    #[serde(flatten)]
+    summary: &'a DeviceSummary,
+    warnings: &'a [Warning],
+}
+
+/// An error line of a file that loaded but has nothing to show, with its warnings
+/// (which often say why: segments on no device, say).
+#[derive(Serialize)]
+pub(crate) struct NothingLine<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) error: &'a str,
+    pub(crate) warnings: &'a [Warning],
 }
 
 fn summary(files: &[PathBuf], json: bool) -> io::Result<bool> {
@@ -183,17 +234,32 @@ fn summary(files: &[PathBuf], json: bool) -> io::Result<bool> {
         match load(path) {
             Ok(snap) => {
                 let summaries = summarize(&name, &snap);
+                let warnings = snap.warnings.report(&snap.strings);
+                all_ok &= !summaries.is_empty();
                 if json {
-                    for s in &summaries {
-                        serde_json::to_writer(&mut out, s)?;
+                    for summary in &summaries {
+                        let line = SummaryLine {
+                            summary,
+                            warnings: &warnings,
+                        };
+                        serde_json::to_writer(&mut out, &line)?;
+                        writeln!(out)?;
+                    }
+                    if summaries.is_empty() {
+                        let line = NothingLine {
+                            file: &base,
+                            error: NOTHING_TO_SHOW,
+                            warnings: &warnings,
+                        };
+                        serde_json::to_writer(&mut out, &line)?;
                         writeln!(out)?;
                     }
                 } else {
-                    for w in snap.warnings.report(&snap.strings) {
-                        problems.push((base.clone(), format!("{} (×{})", w.message, w.count)));
-                    }
                     if summaries.is_empty() {
-                        problems.push((base.clone(), "no device has a trace or a segment".into()));
+                        problems.push((base.clone(), format!("error: {NOTHING_TO_SHOW}")));
+                    }
+                    for w in warnings {
+                        problems.push((base.clone(), format!("{} (×{})", w.message, w.count)));
                     }
                     rows.extend(summaries);
                 }

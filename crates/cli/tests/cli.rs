@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// The fields of every `summary --json` line, as README.md documents them.
-const SUMMARY_KEYS: [&str; 15] = [
+const SUMMARY_KEYS: [&str; 16] = [
     "file",
     "rank",
     "device",
@@ -34,6 +34,7 @@ const SUMMARY_KEYS: [&str; 15] = [
     "last_time_us",
     "unique_frames",
     "unique_stacks",
+    "warnings",
 ];
 
 /// The table's column headers.
@@ -116,10 +117,15 @@ fn wait4_with_deadline(child: &mut std::process::Child, deadline: Duration) -> (
 
 /// Runs `memscope ARGS...`, capturing output, time and peak RSS.
 fn memscope(args: &[&OsStr]) -> Run {
+    memscope_with_stdin(args, Stdio::null())
+}
+
+/// Runs `memscope ARGS...` with `stdin` as its standard input.
+fn memscope_with_stdin(args: &[&OsStr], stdin: Stdio) -> Run {
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_memscope"))
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -192,13 +198,37 @@ fn keys(v: &Value) -> BTreeSet<&str> {
 fn assert_summary_keys(line: &Value) {
     let want: BTreeSet<&str> = SUMMARY_KEYS.into_iter().collect();
     assert_eq!(keys(line), want, "{line}");
+    for w in line["warnings"].as_array().unwrap() {
+        assert!(
+            w["message"].is_string() && w["count"].as_u64().unwrap() > 0,
+            "{w}"
+        );
+    }
+}
+
+/// A summary line without its warnings: what the CPython reference prints.
+fn without_warnings(line: &Value) -> Value {
+    let mut line = line.clone();
+    line.as_object_mut().unwrap().remove("warnings");
+    line
 }
 
 fn assert_error_line(line: &Value, file: &str) -> String {
+    let mut k = keys(line);
+    if k.remove("warnings") {
+        // Only a file that loaded (with nothing to show) has warnings on its error line.
+        assert!(
+            line["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("nothing to show"),
+            "{line}"
+        );
+    }
     assert_eq!(
-        keys(line),
+        k,
         BTreeSet::from(["error", "file"]),
-        "an error line has exactly file and error: {line}"
+        "an error line has file and error (and warnings if the file loaded): {line}"
     );
     assert_eq!(line["file"], file, "{line}");
     let message = line["error"].as_str().unwrap().to_owned();
@@ -228,7 +258,7 @@ fn json_summary_of_the_corpus_matches_the_reference() {
     }
     assert_eq!(got_ok.len(), want_ok.len());
     for (g, w) in got_ok.iter().zip(&want_ok) {
-        assert_eq!(g, w);
+        assert_eq!(&without_warnings(g), *w);
     }
 
     // Bad files: one {file, error} line each, whose message names the reason.
@@ -378,13 +408,30 @@ fn crafted_cases_are_fast_small_and_explained() {
         ));
         match case.expect.as_str() {
             "ok" => {
-                assert_eq!(json.code, Some(0), "{}: {json:?}", case.file);
-                assert_eq!(table.code, Some(0), "{}: {table:?}", case.file);
                 let want: Vec<&Value> = expected
                     .iter()
                     .filter(|l| l["file"] == case.file.as_str())
                     .collect();
                 let got = json.json_lines();
+                if want.is_empty() {
+                    // A snapshot with no device: a reason, and exit status 1.
+                    assert_eq!(json.code, Some(1), "{}: {json:?}", case.file);
+                    assert_eq!(table.code, Some(1), "{}: {table:?}", case.file);
+                    assert_eq!(got.len(), 1, "{}: {got:?}", case.file);
+                    let message = assert_error_line(&got[0], &case.file);
+                    assert!(message.starts_with("nothing to show"), "{message}");
+                    assert!(
+                        table
+                            .stdout
+                            .contains(&format!("{}: error: nothing to show", case.file)),
+                        "{}",
+                        table.stdout
+                    );
+                    continue;
+                }
+                assert_eq!(json.code, Some(0), "{}: {json:?}", case.file);
+                assert_eq!(table.code, Some(0), "{}: {table:?}", case.file);
+                let got: Vec<Value> = got.iter().map(without_warnings).collect();
                 assert_eq!(got.iter().collect::<Vec<_>>(), want, "{}", case.file);
             }
             _ => {
@@ -484,4 +531,158 @@ fn extreme_timestamps_do_not_crash_the_table() {
     assert_eq!(table.code, Some(0), "{table:?}");
     assert_eq!(table.lines().len(), 2, "{table:?}");
     let _ = std::fs::remove_file(&path);
+}
+
+/// Runs `sh -c SCRIPT` (for pipes), returning its output and exit code.
+fn shell(script: &str) -> (Option<i32>, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("MEMSCOPE", env!("CARGO_BIN_EXE_memscope"))
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn pipes_and_standard_input_are_read_to_the_end() {
+    // A pipe's metadata says 0 bytes; the file must be read to its end anyway, the same
+    // as from the file itself, for pickle, JSON and gzip.
+    let dir = fixtures().join("crafted");
+    for name in ["snap-p4.pickle", "snap.json", "snap-p4.pickle.gz"] {
+        let path = dir.join(name);
+        let direct = memscope(&summary_args(true, std::slice::from_ref(&path)));
+        assert_eq!(direct.code, Some(0), "{direct:?}");
+        let want: Vec<Value> = direct
+            .json_lines()
+            .into_iter()
+            .map(|mut l| {
+                l["file"] = Value::Null;
+                l
+            })
+            .collect();
+        let same = |stdout: &str| -> Vec<Value> {
+            stdout
+                .lines()
+                .map(|l| {
+                    let mut v: Value = serde_json::from_str(l).unwrap();
+                    v["file"] = Value::Null;
+                    v
+                })
+                .collect()
+        };
+        let quoted = path.display().to_string().replace('\'', "'\\''");
+        let (code, stdout) = shell(&format!(
+            "cat '{quoted}' | \"$MEMSCOPE\" summary --json /dev/stdin"
+        ));
+        assert_eq!(code, Some(0), "{name} through /dev/stdin: {stdout}");
+        assert_eq!(same(&stdout), want, "{name} through /dev/stdin");
+        let (code, stdout) = shell(&format!("cat '{quoted}' | \"$MEMSCOPE\" summary --json -"));
+        assert_eq!(code, Some(0), "{name} through -: {stdout}");
+        assert_eq!(same(&stdout), want, "{name} through -");
+        let run = memscope_with_stdin(
+            &[OsStr::new("summary"), OsStr::new("--json"), OsStr::new("-")],
+            Stdio::from(std::fs::File::open(&path).unwrap()),
+        );
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert_eq!(run.json_lines()[0]["file"], "-");
+    }
+}
+
+#[test]
+fn warnings_reach_the_user_in_every_mode() {
+    let path = scratch("warned.json");
+    std::fs::write(
+        &path,
+        r#"{"segments": [{"device": 1099511627776, "address": 0, "total_size": 4096, "blocks": []}],
+            "device_traces": [[{"action": "alloc", "size": 512, "stream": 0}]]}"#,
+    )
+    .unwrap();
+    let run = memscope(&summary_args(true, std::slice::from_ref(&path)));
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 1);
+    assert_summary_keys(&lines[0]);
+    let messages: Vec<&str> = lines[0]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("device is not a device ordinal")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("without addr")),
+        "{messages:?}"
+    );
+    let table = memscope(&summary_args(false, std::slice::from_ref(&path)));
+    assert!(
+        table
+            .stdout
+            .contains("warned.json: a segment whose device is not a device ordinal"),
+        "{}",
+        table.stdout
+    );
+    let ranks = memscope(&[OsStr::new("ranks"), OsStr::new("--json"), path.as_os_str()]);
+    let line = &ranks.json_lines()[0];
+    assert!(
+        line["warnings"].as_array().is_some_and(|w| w.len() == 2),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_file_with_nothing_to_show_says_why_and_fails() {
+    // Its only segment is on device −1 (not a device): nothing to show, and the warning
+    // says why.
+    let path = scratch("nothing.json");
+    std::fs::write(
+        &path,
+        r#"{"segments": [{"device": -1, "address": 0, "total_size": 4096, "blocks": []}], "device_traces": []}"#,
+    )
+    .unwrap();
+    let run = memscope(&summary_args(true, std::slice::from_ref(&path)));
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let message = assert_error_line(&lines[0], "nothing.json");
+    assert_eq!(
+        message,
+        "nothing to show: no device has a trace entry or a segment"
+    );
+    assert!(lines[0]["warnings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("device is not a device ordinal"));
+    let table = memscope(&summary_args(false, std::slice::from_ref(&path)));
+    assert_eq!(table.code, Some(1));
+    assert!(
+        table
+            .stdout
+            .starts_with("nothing.json: error: nothing to show"),
+        "{}",
+        table.stdout
+    );
+    for command in ["ranks", "anomalies"] {
+        let run = memscope(&[OsStr::new(command), OsStr::new("--json"), path.as_os_str()]);
+        assert_eq!(run.code, Some(1), "{command}: {run:?}");
+        assert!(
+            run.stdout.contains("nothing to show"),
+            "{command}: {}",
+            run.stdout
+        );
+    }
+    // The top level is not a snapshot: a reason, exit status 1.
+    let path = scratch("not-a-snapshot.json");
+    std::fs::write(&path, r#"{"neither": 1}"#).unwrap();
+    let run = memscope(&summary_args(true, std::slice::from_ref(&path)));
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.json_lines()[0]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a snapshot"));
 }

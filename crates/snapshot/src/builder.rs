@@ -1239,7 +1239,9 @@ impl SnapshotBuilder {
     /// instead of being counted on another device.
     fn segment_device(&mut self, v: V) -> i32 {
         match self.as_i128(v).map(i32::try_from) {
-            Some(Ok(device)) if device >= 0 => device,
+            // −1 is the device of host segments; elsewhere it is reported when the
+            // segment turns out to be a device one (`finish_segments`).
+            Some(Ok(device)) if device >= HOST_DEVICE => device,
             _ => {
                 self.snap.warnings.add(
                     "a segment whose device is not a device ordinal (an integer from 0 \
@@ -1567,6 +1569,27 @@ impl SnapshotBuilder {
 
     /// Keeps only the referenced segments, device ones then host ones, in list order.
     fn finish_segments(&mut self, device: &[u32], host: &[u32]) {
+        self.finish_segment_order(device, host);
+        let on_host = device
+            .iter()
+            .filter(|&&i| self.snap.segments.device.get(i as usize) == Some(&HOST_DEVICE))
+            .count();
+        if on_host > 0 {
+            self.snap.warnings.add_n(
+                "a segment whose device is not a device ordinal (an integer from 0 to \
+                 2,147,483,647): the segment is left out",
+                None,
+                on_host as u64,
+            );
+            for d in &mut self.snap.segments.device[..device.len()] {
+                if *d == HOST_DEVICE {
+                    *d = NO_DEVICE;
+                }
+            }
+        }
+    }
+
+    fn finish_segment_order(&mut self, device: &[u32], host: &[u32]) {
         let g = mem::take(&mut self.snap.segments);
         let order: Vec<usize> = device.iter().chain(host).map(|&i| i as usize).collect();
         let identity = order.iter().enumerate().all(|(n, &i)| n == i) && order.len() == g.len();

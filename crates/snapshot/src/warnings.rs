@@ -3,6 +3,7 @@
 //! a newer torch version degrades gracefully instead of failing to open.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use crate::intern::{StrId, Strings};
 
@@ -21,8 +22,8 @@ pub struct Warnings {
     counts: FxHashMap<WarningKey, u64>,
 }
 
-/// One reported warning.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One reported warning (`{"message": …, "count": …}` in JSON).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Warning {
     /// The message, e.g. "unknown key in trace entries: 'foo'".
     pub message: String,
