@@ -85,6 +85,16 @@ def plain_pickle(obj, protocol):
     return data
 
 
+def reframed(data, cut_at):
+    """A protocol 4 pickle of one frame, cut into two frames at the opcode that starts
+    at `cut_at` (an offset in `data`)."""
+    assert data[2] == pickle.FRAME[0], "one frame after PROTO"
+    body = data[11:]
+    first, second = body[: cut_at - 11], body[cut_at - 11:]
+    framed = lambda part: pickle.FRAME + struct.pack("<Q", len(part)) + part
+    return data[:2] + framed(first) + framed(second)
+
+
 # --------------------------------------------------------------------------- snapshot
 
 
@@ -474,6 +484,37 @@ def main():
          "snap.json cut in half", ["truncated"])
     case("not-a-snapshot.json", b'{"hello": 1}\n', "error", "valid JSON, not a snapshot",
          ["not a snapshot"])
+
+    # 4b. damaged where only the frames or the end show it (issue 15) --------------------
+    ops = list(pickletools.genops(full))
+    # An opcode in the middle of the file, and the one after it.
+    k = next(i for i, (op, _arg, pos) in enumerate(ops) if pos > len(full) // 2
+             and op.name == "BININT1")
+    at, after = ops[k][2], ops[k + 1][2]
+    two = reframed(full, ops[k + 2][2])
+    assert ref.load_pickle(two) == ref.load_pickle(full)
+    case("frames-two.pickle", two, "ok",
+         "snap-p4.pickle with its frame cut in two at an opcode boundary")
+    case("frame-opcode-deleted.pickle", two[:at] + two[after:], "error",
+         f"frames-two.pickle with the BININT1 at byte {at} deleted: every opcode is intact, "
+         "only the first frame's length shows it (CPython's C unpickler accepts it)",
+         ["frame"])
+    case("trailing-garbage.pickle", full + b"garbage", "error",
+         "snap-p4.pickle followed by 7 bytes", ["after the end"])
+    case("trailing-pickle.pickle", full + full, "error",
+         "snap-p4.pickle twice", ["after the end"])
+    case("devices-not-ordinals.json", json.dumps({
+        "segments": [
+            {"device": d, "address": 4096 * i, "total_size": 4096, "stream": 0, "blocks": []}
+            for i, d in enumerate([-1, 2**40, 2**64, 0])],
+        "device_traces": [[{"action": "alloc", "addr": 0, "size": 512, "stream": 0}]],
+    }).encode(), "ok", "segments on devices -1, 2**40, 2**64 (on no device, with a warning) "
+         "and 0")
+    case("frame-without-line.json", json.dumps({
+        "segments": [],
+        "device_traces": [[{"action": "alloc", "addr": 0, "size": 512, "stream": 0, "frames": [
+            {"filename": "a.py", "name": "f"}, {"filename": "a.py", "line": 0, "name": "f"}]}]],
+    }).encode(), "ok", "a frame without line and the same frame at line 0: two frames")
 
     # 5. refused: must never be executed ----------------------------------------------------
     data = class_instance_pickle()

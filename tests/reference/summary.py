@@ -20,7 +20,11 @@ Usage:
 
 Pickles are loaded with an Unpickler whose find_class refuses everything, so a pickle
 that needs a class (GLOBAL, STACK_GLOBAL, INST, OBJ, EXT*) is refused before anything is
-imported or executed. Standard library only (Python 3.11).
+imported or executed. A pickle that loads is then checked as the pure-Python `pickle`
+module reads it: no opcode may cross the end of a protocol 4 frame and no frame may
+start inside another (CPython's C unpickler only checks that a frame's bytes exist);
+and bytes after STOP are refused, as JSON refuses data after its document. Standard
+library only (Python 3.11).
 """
 
 import difflib
@@ -81,8 +85,9 @@ def _first_class_opcode(data):
 
 
 def load_pickle(data):
+    f = io.BytesIO(data)
     try:
-        return RefusingUnpickler(io.BytesIO(data)).load()
+        obj = RefusingUnpickler(f).load()
     except _Refused as e:
         op = _first_class_opcode(data)
         raise LoadError(f"refused {op} {e.module}.{e.name}: pickle needs a class (not plain data)")
@@ -98,6 +103,31 @@ def load_pickle(data):
         raise
     except Exception as e:  # ValueError, TypeError, OverflowError, UnicodeDecodeError, ...
         raise LoadError(f"bad pickle: {type(e).__name__}: {e}")
+    if f.tell() != len(data):
+        raise LoadError(
+            f"data after the end of the pickle: {len(data) - f.tell()} bytes follow its STOP")
+    check_frames(data)
+    return obj
+
+
+def check_frames(data):
+    """Frames as pickle.py enforces them: an opcode that starts inside a frame ends
+    inside it, and a FRAME starts only where the previous frame ended."""
+    frame_end = None
+    ops = list(pickletools.genops(data))
+    for (op, arg, pos), nxt in zip(ops, ops[1:] + [(None, None, len(data))]):
+        end = nxt[2]
+        if frame_end is not None and pos >= frame_end:
+            frame_end = None
+        if op.name == "FRAME":
+            if frame_end is not None:
+                raise LoadError(f"damaged frame: a FRAME at byte {pos} starts inside a frame")
+            frame_end = end + arg
+            if frame_end > len(data):
+                raise LoadError(f"truncated pickle: the FRAME at byte {pos} declares {arg} "
+                                "bytes, more than remain")
+        elif frame_end is not None and end > frame_end:
+            raise LoadError(f"damaged frame: {op.name} at byte {pos} crosses its frame's end")
 
 
 def load_json(data):
@@ -341,7 +371,11 @@ def summarize_file(path):
 
     by_device = {}
     for s in segments:
-        by_device.setdefault(s.get("device", 0), []).append(s)
+        device = s.get("device", 0)
+        # A device is an ordinal from 0 to 2**31 - 1; a segment on anything else (-1,
+        # 2**40, a string) is on no device (memscope warns).
+        if isinstance(device, int) and 0 <= device < 2**31:
+            by_device.setdefault(device, []).append(s)
     devices = set(by_device) | {d for d, t in enumerate(traces) if t}
     out = []
     for d in sorted(devices):
