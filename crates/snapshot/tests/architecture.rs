@@ -45,17 +45,32 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-cli",
-        &["memscope-snapshot", "memscope-fleet"],
+        &["memscope-snapshot", "memscope-fleet", "memscope-allocator"],
         Browser::NotNative,
     ),
     (
         "memscope-bench",
-        &["memscope-pickle", "memscope-json", "memscope-snapshot"],
+        &[
+            "memscope-pickle",
+            "memscope-json",
+            "memscope-snapshot",
+            "memscope-allocator",
+        ],
         Browser::NotNative,
     ),
     (
         "memscope-analysis",
         &["memscope-snapshot", "memscope-pickle", "memscope-json"],
+        Browser::Never,
+    ),
+    (
+        "memscope-allocator",
+        &[
+            "memscope-snapshot",
+            "memscope-analysis",
+            "memscope-pickle",
+            "memscope-json",
+        ],
         Browser::Never,
     ),
     // The layout is plain Rust; its `gl` module draws through glow (WebGL2 on wasm).
