@@ -499,7 +499,7 @@ impl<'c> Engine<'c> {
     ) -> Option<(u32, bool)> {
         if self.cfg.expandable_segments {
             return self
-                .try_allocate_expandable_block(pool, stream, rounded)
+                .try_allocate_expandable_block(pool, stream, rounded, hint)
                 .map(|b| (b, false));
         }
         if !self.fits(alloc_size) {
@@ -767,8 +767,9 @@ impl<'c> Engine<'c> {
         pool: u32,
         stream: u64,
         rounded: u64,
+        hint: u64,
     ) -> Option<u32> {
-        let mut c = self.find_expandable_block(pool, stream, rounded);
+        let mut c = self.find_expandable_block(pool, stream, rounded, hint);
         if !self.blocks[c as usize].mapped {
             let size = self.blocks[c as usize].size.min(rounded);
             c = self.map_block(c, size)?;
@@ -788,8 +789,9 @@ impl<'c> Engine<'c> {
 
     /// `find_expandable_block`: the lowest unmapped range of this pool and stream
     /// which, joined to the free block before it, has room; else a new expandable
-    /// segment.
-    fn find_expandable_block(&mut self, pool: u32, stream: u64, rounded: u64) -> u32 {
+    /// segment (placed at `hint`, the trace's address of the request, when free: its
+    /// first allocation sits at its base).
+    fn find_expandable_block(&mut self, pool: u32, stream: u64, rounded: u64, hint: u64) -> u32 {
         let allocatable = |blocks: &[Block], id: u32| id != NIL && !blocks[id as usize].allocated;
         let candidates: Vec<u32> = self.pools[pool as usize]
             .unmapped
@@ -826,7 +828,7 @@ impl<'c> Engine<'c> {
             None => DEFAULT_EXPANDABLE_VA,
         }
         .max(rounded.div_ceil(page).saturating_mul(page));
-        let base = self.place(va, 0);
+        let base = self.place(va, hint);
         let seg = self.add_expandable(base, va, page);
         self.unmapped_block(pool, stream, seg, base, va)
     }
