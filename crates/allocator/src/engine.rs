@@ -92,7 +92,9 @@ pub(crate) struct Engine<'c> {
     /// The entry being replayed (for the events).
     pub(crate) entry: u32,
     /// Allow growth beyond the capacity (after a predicted OOM, to go on replaying).
-    pub(crate) over_capacity: bool,
+    over_capacity: bool,
+    /// Whether it ever grew beyond the capacity.
+    exceeded_capacity: bool,
 }
 
 impl<'c> Engine<'c> {
@@ -112,6 +114,7 @@ impl<'c> Engine<'c> {
             events: Vec::new(),
             entry: 0,
             over_capacity: false,
+            exceeded_capacity: false,
         }
     }
 
@@ -379,6 +382,7 @@ impl<'c> Engine<'c> {
     ) -> (u32, bool) {
         let keep = self.over_capacity;
         self.over_capacity = true;
+        self.exceeded_capacity = true;
         let alloc_size = Engine::allocation_size(rounded);
         let (b, new_segment) = match self.get_free_block(pool, stream, rounded) {
             Some(b) => (b, false),
@@ -936,5 +940,84 @@ impl<'c> Engine<'c> {
             .filter_map(|p| p.free.iter().map(|k| k.1).max())
             .max()
             .unwrap_or(0)
+    }
+
+    /// Checks the allocator's invariants: every chain of blocks is contiguous and
+    /// doubly linked; no two neighbouring free blocks in the same mapped state (frees
+    /// merge); the free and unmapped sets hold exactly the free mapped and unmapped
+    /// blocks; reserved and allocated bytes are the sums of mapped and allocated
+    /// blocks; the capacity holds unless the replay went past it after an OOM.
+    #[cfg(test)]
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let live: Vec<u32> = {
+            let mut spare = self.spare.clone();
+            spare.sort_unstable();
+            (0..self.blocks.len() as u32)
+                .filter(|i| spare.binary_search(i).is_err())
+                .collect()
+        };
+        let (mut reserved, mut allocated, mut free, mut unmapped) = (0u64, 0u64, 0usize, 0usize);
+        for &i in &live {
+            let b = &self.blocks[i as usize];
+            if b.next != NIL {
+                let n = &self.blocks[b.next as usize];
+                if n.prev != i || b.addr + b.size != n.addr {
+                    return Err(format!(
+                        "block {i} and its next are not contiguous: {b:?} {n:?}"
+                    ));
+                }
+                if !b.allocated && !n.allocated && b.mapped == n.mapped {
+                    return Err(format!("neighbours {i} and {} are both free", b.next));
+                }
+            }
+            if b.prev != NIL && self.blocks[b.prev as usize].next != i {
+                return Err(format!("block {i}: prev does not link back"));
+            }
+            if b.mapped {
+                reserved += b.size;
+            }
+            if b.allocated {
+                allocated += b.size;
+            } else if b.mapped {
+                free += 1;
+                let p = &self.pools[b.pool as usize];
+                if !p.free.contains(&(b.stream, b.size, b.addr, i)) {
+                    return Err(format!("free block {i} not in its pool's set: {b:?}"));
+                }
+            } else {
+                unmapped += 1;
+                if !self.pools[b.pool as usize]
+                    .unmapped
+                    .contains(&(b.stream, b.addr, i))
+                {
+                    return Err(format!("unmapped block {i} not in its pool's set"));
+                }
+            }
+            if b.size == 0 {
+                return Err(format!("block {i} has no bytes"));
+            }
+        }
+        let in_sets: usize = self.pools.iter().map(|p| p.free.len()).sum();
+        let in_unmapped: usize = self.pools.iter().map(|p| p.unmapped.len()).sum();
+        if (in_sets, in_unmapped) != (free, unmapped) {
+            return Err(format!(
+                "sets hold {in_sets} free and {in_unmapped} unmapped blocks, the arena {free} and {unmapped}"
+            ));
+        }
+        if reserved != self.reserved || allocated != self.allocated {
+            return Err(format!(
+                "reserved {} / allocated {} counted, {reserved} / {allocated} in blocks",
+                self.reserved, self.allocated
+            ));
+        }
+        if let Some(cap) = self.cfg.capacity_bytes {
+            if !self.exceeded_capacity && self.reserved > cap {
+                return Err(format!(
+                    "reserved {} above the capacity {cap}",
+                    self.reserved
+                ));
+            }
+        }
+        Ok(())
     }
 }

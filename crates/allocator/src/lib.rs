@@ -91,6 +91,8 @@
 mod config;
 mod engine;
 mod input;
+#[cfg(test)]
+mod props;
 mod replay;
 mod validate;
 

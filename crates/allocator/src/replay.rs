@@ -97,6 +97,15 @@ impl Replay {
 
 /// Replays `input` under `config`. O(entries · log blocks).
 pub fn replay(input: &ReplayInput, config: &Config) -> Replay {
+    replay_inspected(input, config, |_| {})
+}
+
+/// [`replay`], calling `inspect` with the allocator after every operation.
+pub(crate) fn replay_inspected(
+    input: &ReplayInput,
+    config: &Config,
+    mut inspect: impl FnMut(&Engine<'_>),
+) -> Replay {
     let rounding = config.rounding();
     let mut engine = Engine::new(config, input.address_ceiling);
     let mut block_of = vec![NIL; input.size.len()];
@@ -193,6 +202,7 @@ pub fn replay(input: &ReplayInput, config: &Config) -> Replay {
                 }
             }
         }
+        inspect(&engine);
         let reserved = engine.reserved;
         if reserved != *out.reserved_bytes.last().unwrap_or(&u64::MAX) {
             let moment = op.entry + 1;
