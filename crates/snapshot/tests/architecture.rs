@@ -50,12 +50,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-bench",
-        &[
-            "memscope-pickle",
-            "memscope-json",
-            "memscope-snapshot",
-            "memscope-allocator",
-        ],
+        &["memscope-pickle", "memscope-json", "memscope-snapshot"],
         Browser::NotNative,
     ),
     (
