@@ -33,6 +33,7 @@ mod search;
 mod settings;
 mod state_panel;
 mod vlist;
+mod whatif;
 
 pub use glview::highlighted;
 
@@ -112,6 +113,7 @@ enum Kind {
     LaneHit,
     Segments,
     Pools,
+    WhatIf,
 }
 
 impl Kind {
@@ -131,6 +133,7 @@ impl Kind {
             LensRequest::LaneHit { .. } => Kind::LaneHit,
             LensRequest::Segments { .. } => Kind::Segments,
             LensRequest::Pools { .. } => Kind::Pools,
+            LensRequest::WhatIf(_) => Kind::WhatIf,
         }
     }
 
@@ -150,6 +153,7 @@ impl Kind {
             LensResponse::LaneHit(_) => Kind::LaneHit,
             LensResponse::Segments(_) => Kind::Segments,
             LensResponse::Pools(_) => Kind::Pools,
+            LensResponse::WhatIf(_) => Kind::WhatIf,
         }
     }
 }
@@ -205,6 +209,8 @@ pub struct Lenses {
     pub lists: Option<lists::Lists>,
     /// The state, point and range panels.
     pub panel: Option<state_panel::Panel>,
+    /// The what-if table and the curve it draws on the timeline.
+    pub whatif: whatif::WhatIfState,
     /// Zoom to the next revealed allocation even when it is in view.
     reveal_zoom: bool,
     /// The shown device's first questions wait for the timeline's first strips.
@@ -233,6 +239,7 @@ impl Default for Lenses {
             rows: None,
             lists: None,
             panel: None,
+            whatif: Default::default(),
             reveal_zoom: false,
             start_pending: false,
         }
@@ -311,6 +318,9 @@ pub fn on_device_shown(app: &mut App) {
     l.highlight = None;
     l.highlight_source = HighlightSource::None;
     l.flame.reset();
+    l.whatif.reset();
+    whatif::render(app);
+    let l = &mut app.lenses;
     if let Some(rows) = l.rows.as_mut() {
         rows.reset();
     }
@@ -445,6 +455,7 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         LensResponse::LaneHit(answer) => rows::on_lane_hit(app, answer),
         LensResponse::Segments(answer) => rows::on_segments(app, answer),
         LensResponse::Pools(answer) => rows::on_pools(app, answer),
+        LensResponse::WhatIf(answer) => whatif::on_answer(app, answer),
     }
 }
 
@@ -621,7 +632,7 @@ fn refresh_tab(app: &mut App) {
         // The event list opens on the moment's entry.
         Tab::Events => lists::on_moment(app),
         Tab::Table => lists::refresh(app),
-        Tab::Settings => {}
+        Tab::Settings => whatif::on_tab_shown(app),
     }
 }
 
@@ -685,6 +696,7 @@ pub fn place_markers(app: &mut App) {
         _ => dom::show(&shade, false),
     }
     settings::place_ooms(app);
+    whatif::place(app);
     rows::place_markers(app, f, range);
 }
 
@@ -799,6 +811,7 @@ pub fn wire(app: &Shared) {
     search::wire(app);
     state_panel::wire(app);
     settings::wire(app);
+    whatif::wire(app);
     show_tab(&mut app.borrow_mut(), Tab::Segments);
 }
 

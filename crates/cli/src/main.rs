@@ -11,6 +11,9 @@
 //! once (`memscope-fleet`): the per-rank overview with outlier flags, the anomalies with
 //! their evidence, and the diff of two snapshots by call site. Bad files are handled as
 //! by `summary`.
+//!
+//! `memscope simulate` replays each device through the caching allocator
+//! (`memscope-allocator`) under the recorded settings and others.
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
@@ -93,9 +96,31 @@ enum Command {
         /// Side B.
         b: PathBuf,
     },
+    /// Replay each device's trace through PyTorch's caching allocator under the
+    /// recorded settings and others: peak reserved, reserved - allocated at the peak,
+    /// the first out-of-memory.
+    Simulate {
+        /// One JSON object per (file, device, configuration) per line.
+        #[arg(long)]
+        json: bool,
+        /// A configuration to compare: changes to the recorded settings as in
+        /// PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True,max_split_size_mb:128),
+        /// or capacity:24GiB. Repeat for more rows. Without it: expandable segments
+        /// toggled, max_split_size_mb, roundup_power2_divisions and (with --capacity)
+        /// garbage_collection_threshold.
+        #[arg(long = "set", value_name = "KEY:VALUE")]
+        sets: Vec<String>,
+        /// Bytes the allocator may reserve on the device (40GiB, 24GB), for every row.
+        #[arg(long)]
+        capacity: Option<String>,
+        /// Snapshot files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 mod fleet;
+mod simulate;
 
 /// Files larger than this get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
@@ -132,6 +157,19 @@ fn main() -> ExitCode {
                 },
             )
         }
+        Command::Simulate {
+            json,
+            sets,
+            capacity,
+            files,
+        } => simulate::simulate(
+            &files,
+            &simulate::SimulateOptions {
+                json,
+                sets,
+                capacity,
+            },
+        ),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

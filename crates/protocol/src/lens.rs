@@ -11,6 +11,7 @@
 use js_sys::{Array, Float32Array, Uint32Array};
 use serde::{Deserialize, Serialize};
 
+use memscope_allocator::{PredictedOom, Validation};
 use memscope_analysis::{
     AllocatorSettings, AllocatorState, Direction, EventRow, OomEvent, PointView, RangeSummary,
     SearchKind, SortKey, TablePage,
@@ -571,6 +572,8 @@ pub enum LensRequest {
         /// x range and width (rows unused but their height).
         view: RowsView,
     },
+    /// The trace replayed through the caching allocator under other settings.
+    WhatIf(WhatIfQuery),
 }
 
 /// A lens answer about one device.
@@ -604,4 +607,62 @@ pub enum LensResponse {
     Segments(SegmentsAnswer),
     /// The pools.
     Pools(PoolsAnswer),
+    /// The what-if table and predicted curves.
+    WhatIf(Box<WhatIfAnswer>),
+}
+
+/// A what-if question (`memscope simulate` on the page): rows for the recorded settings
+/// and, per entry of `sets`, those settings changed as `PYTORCH_CUDA_ALLOC_CONF` writes
+/// them; none given: the standard what-ifs (`memscope_allocator::what_if_configs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfQuery {
+    /// Bytes the allocator may reserve, for every row, as written (`40GiB`; empty:
+    /// unlimited).
+    pub capacity: String,
+    /// Changes to the recorded settings, one row each (`expandable_segments:True,…`).
+    pub sets: Vec<String>,
+}
+
+/// One configuration replayed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfRow {
+    /// `recorded`, or the settings changed from it.
+    pub config: String,
+    /// The peak of reserved bytes.
+    pub peak_reserved_bytes: u64,
+    /// Reserved minus allocated bytes at the peak.
+    pub cached_at_peak_bytes: u64,
+    /// Requests that found no room.
+    pub ooms: u64,
+    /// The first of them.
+    pub first_oom: Option<PredictedOom>,
+    /// x of the first OOM on the time axis (µs since the first entry), if any.
+    pub first_oom_time_x: Option<f64>,
+    /// x of the first OOM on the event axis.
+    pub first_oom_events_x: Option<f64>,
+    /// The predicted reserved curve as steps: x on the time axis…
+    pub curve_time_x: Vec<f64>,
+    /// …x on the event axis…
+    pub curve_events_x: Vec<f64>,
+    /// …and the bytes from each x on.
+    pub curve_bytes: Vec<f64>,
+}
+
+/// The answer to a [`WhatIfQuery`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfAnswer {
+    /// The query answered.
+    pub query: WhatIfQuery,
+    /// One row per configuration, the recorded one first.
+    pub rows: Vec<WhatIfRow>,
+    /// The trace's own peak of reserved bytes.
+    pub recorded_peak_reserved_bytes: u64,
+    /// The first row against the trace.
+    pub validation: Validation,
+    /// Inferences about the recorded settings, for the user.
+    pub notes: Vec<String>,
+    /// A setting that could not be read (then `rows` is empty).
+    pub error: Option<String>,
+    /// Time spent in the worker, ms.
+    pub worker_ms: f64,
 }

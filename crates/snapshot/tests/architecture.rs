@@ -45,7 +45,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-cli",
-        &["memscope-snapshot", "memscope-fleet"],
+        &["memscope-snapshot", "memscope-fleet", "memscope-allocator"],
         Browser::NotNative,
     ),
     (
@@ -58,6 +58,16 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         &["memscope-snapshot", "memscope-pickle", "memscope-json"],
         Browser::Never,
     ),
+    (
+        "memscope-allocator",
+        &[
+            "memscope-snapshot",
+            "memscope-analysis",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::Never,
+    ),
     // The layout is plain Rust; its `gl` module draws through glow (WebGL2 on wasm).
     ("memscope-render", &["memscope-snapshot"], Browser::Allowed),
     (
@@ -66,6 +76,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-snapshot",
             "memscope-render",
             "memscope-analysis",
+            "memscope-allocator",
             "memscope-fleet",
         ],
         Browser::Allowed,
@@ -77,6 +88,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-render",
             "memscope-protocol",
             "memscope-analysis",
+            "memscope-allocator",
             "memscope-fleet",
         ],
         Browser::Allowed,

@@ -1,13 +1,14 @@
 //! Answers for the linked views of one device.
 //!
 //! The queries themselves live in `memscope_analysis` (state, events, table, search,
-//! range, point, settings, OOMs, pools) and `memscope_render` (flame graph, lanes,
-//! segments); this module turns a [`LensRequest`] into calls on them, keeps what is
+//! range, point, settings, OOMs, pools), `memscope_render` (flame graph, lanes,
+//! segments) and `memscope_allocator` (the what-if replays); this module turns a [`LensRequest`] into calls on them, keeps what is
 //! worth keeping between questions in [`LensCache`] (built lazily, per device), and
 //! puts canvas instances into typed arrays to transfer.
 
 mod flame;
 mod pools;
+mod whatif;
 
 use js_sys::{Array, Uint32Array};
 use memscope_analysis::{parse_size, DeviceAnalysis, SearchKind};
@@ -38,6 +39,7 @@ pub struct LensCache {
     /// The last search.
     search: Option<SearchCache>,
     search_generation: u32,
+    whatif: whatif::WhatIfCache,
 }
 
 /// The last search: how it read, its text and its matches.
@@ -220,6 +222,15 @@ pub fn handle(snap: &Snapshot, d: &mut DeviceModel, request: LensRequest) -> (Le
                 worker_ms: now_ms() - started,
             })
         }
+        LensRequest::WhatIf(query) => LensResponse::WhatIf(Box::new(whatif::answer(
+            &mut p.cache.whatif,
+            snap,
+            p.allocs,
+            p.index,
+            p.analysis,
+            query,
+            started,
+        ))),
         LensRequest::Pools { view } => LensResponse::Pools(pools::layout(
             p.analysis, p.index, &view, &transfer, started,
         )),

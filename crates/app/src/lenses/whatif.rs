@@ -1,0 +1,319 @@
+//! "What if": the device's trace replayed through the caching allocator (in the
+//! worker, `memscope_allocator`) under the recorded settings and others, as a table in
+//! the settings tab — peak reserved, reserved − allocated at the peak, the first
+//! predicted out-of-memory — and the chosen row's predicted reserved curve drawn over
+//! the memory timeline, with its first OOM marked.
+//!
+//! The first answer is asked for when the settings tab is first shown (the standard
+//! what-ifs, no capacity); the form asks again with a capacity and rows of settings.
+
+use memscope_protocol::lens::{LensRequest, WhatIfAnswer, WhatIfQuery, WhatIfRow};
+use memscope_protocol::Axis;
+use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlElement, HtmlInputElement, MouseEvent};
+
+use super::ask;
+use crate::app::{App, Shared};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+
+/// What the page keeps of the what-if table.
+#[derive(Default)]
+pub struct WhatIfState {
+    /// The last answer.
+    pub answer: Option<Box<WhatIfAnswer>>,
+    /// A question was sent for the shown device.
+    pub asked: bool,
+    /// The row whose curve is drawn on the timeline.
+    pub shown: Option<usize>,
+}
+
+impl WhatIfState {
+    /// Forgets everything (another device is shown).
+    pub fn reset(&mut self) {
+        *self = WhatIfState::default();
+    }
+}
+
+/// The settings tab is shown: the first question, once per device.
+pub fn on_tab_shown(app: &mut App) {
+    if !app.lenses.whatif.asked {
+        app.lenses.whatif.asked = true;
+        ask(app, LensRequest::WhatIf(WhatIfQuery::default()));
+        render(app);
+    }
+}
+
+/// The worker answered.
+pub fn on_answer(app: &mut App, answer: Box<WhatIfAnswer>) {
+    let w = &mut app.lenses.whatif;
+    w.shown = w.shown.filter(|&i| i < answer.rows.len());
+    w.answer = Some(answer);
+    render(app);
+    place(app);
+}
+
+fn oom_text(row: &WhatIfRow) -> String {
+    match &row.first_oom {
+        None => "none".to_owned(),
+        Some(o) => format!(
+            "entry {}: {} asked with {} reserved, {} cached (largest free block {}){}",
+            format_count(u64::from(o.entry)),
+            format_bytes(o.requested_bytes),
+            format_bytes(o.reserved_bytes),
+            format_bytes(o.cached_bytes),
+            format_bytes(o.largest_free_bytes),
+            if row.ooms > 1 {
+                format!("; {} in all", format_count(row.ooms))
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+/// Fills the what-if section of the settings tab.
+pub fn render(app: &mut App) {
+    let body: HtmlElement = by_id("lens-whatif");
+    clear(&body);
+    if app.active.is_none() {
+        return;
+    }
+    append(
+        &body,
+        &el_text(
+            "h4",
+            "",
+            "What if: the trace replayed through PyTorch's caching allocator",
+        ),
+    );
+    let form = el("form", "whatif-form");
+    attr(&form, "id", "whatif-form");
+    let capacity: HtmlInputElement = el("input", "").unchecked_into();
+    attr(&capacity, "id", "whatif-capacity");
+    attr(&capacity, "placeholder", "capacity, e.g. 40GiB");
+    attr(
+        &capacity,
+        "aria-label",
+        "Device capacity (memory the allocator may reserve)",
+    );
+    let sets: HtmlInputElement = el("input", "").unchecked_into();
+    attr(&sets, "id", "whatif-sets");
+    attr(
+        &sets,
+        "placeholder",
+        "rows of settings, e.g. expandable_segments:True; max_split_size_mb:128",
+    );
+    attr(&sets, "aria-label", "Settings to compare, one row per ';'");
+    if let Some(a) = app.lenses.whatif.answer.as_ref() {
+        capacity.set_value(&a.query.capacity);
+        sets.set_value(&a.query.sets.join("; "));
+    }
+    let run = el_text("button", "", "Replay");
+    attr(&run, "type", "submit");
+    attr(&run, "id", "whatif-run");
+    append(&form, &capacity);
+    append(&form, &sets);
+    append(&form, &run);
+    append(&body, &form);
+
+    let Some(a) = app.lenses.whatif.answer.as_ref() else {
+        if app.lenses.whatif.asked {
+            append(&body, &el_text("p", "hint", "Replaying…"));
+        }
+        return;
+    };
+    if let Some(e) = &a.error {
+        let p = el_text("p", "error", e);
+        attr(&p, "id", "whatif-error");
+        append(&body, &p);
+        return;
+    }
+    let v = &a.validation;
+    let check = el_text(
+        "p",
+        "hint",
+        &format!(
+            "The recorded settings replayed: peak reserved {} (the trace: {}); {} of {} \
+             segment events as recorded, in order; {} of {} allocations at the traced \
+             address. Replayed in {:.0} ms.",
+            format_bytes(v.replayed_peak_reserved_bytes),
+            format_bytes(v.recorded_peak_reserved_bytes),
+            format_count(v.matched_in_order),
+            format_count(v.recorded_segment_events),
+            format_count(v.addresses.matched),
+            format_count(v.addresses.checked),
+            a.worker_ms
+        ),
+    );
+    attr(&check, "id", "whatif-check");
+    append(&body, &check);
+    for n in &a.notes {
+        append(&body, &el_text("p", "hint", n));
+    }
+    let table = el("table", "whatif");
+    attr(&table, "id", "whatif-table");
+    let head = el("tr", "");
+    for h in [
+        "Configuration",
+        "Peak reserved",
+        "Reserved − allocated at the peak",
+        "vs recorded",
+        "First OOM",
+        "Timeline",
+    ] {
+        let th = el_text("th", "", h);
+        attr(&th, "scope", "col");
+        append(&head, &th);
+    }
+    append(&table, &head);
+    let baseline = a.rows.first().map_or(0, |r| r.peak_reserved_bytes);
+    for (i, row) in a.rows.iter().enumerate() {
+        let tr = el("tr", "");
+        attr(&tr, "data-config", &row.config);
+        attr(
+            &tr,
+            "data-peak-reserved-bytes",
+            &row.peak_reserved_bytes.to_string(),
+        );
+        attr(
+            &tr,
+            "data-cached-bytes",
+            &row.cached_at_peak_bytes.to_string(),
+        );
+        attr(&tr, "data-ooms", &row.ooms.to_string());
+        append(&tr, &el_text("td", "", &row.config));
+        append(
+            &tr,
+            &el_text("td", "num", &format_bytes(row.peak_reserved_bytes)),
+        );
+        append(
+            &tr,
+            &el_text("td", "num", &format_bytes(row.cached_at_peak_bytes)),
+        );
+        let delta = if i == 0 {
+            "—".to_owned()
+        } else {
+            format_signed_bytes(i128::from(row.peak_reserved_bytes) - i128::from(baseline))
+        };
+        append(&tr, &el_text("td", "num", &delta));
+        append(&tr, &el_text("td", "", &oom_text(row)));
+        let shown = app.lenses.whatif.shown == Some(i);
+        let b = el_text("button", "link", if shown { "Hide" } else { "Show" });
+        attr(&b, "type", "button");
+        attr(&b, "data-whatif-row", &i.to_string());
+        attr(&b, "aria-pressed", if shown { "true" } else { "false" });
+        let td = el("td", "");
+        append(&td, &b);
+        append(&tr, &td);
+        append(&table, &tr);
+    }
+    append(&body, &table);
+}
+
+/// Draws the shown row's curve and first OOM over the memory timeline.
+pub fn place(app: &App) {
+    let layer: HtmlElement = by_id("whatif-layer");
+    let row = app
+        .lenses
+        .whatif
+        .answer
+        .as_ref()
+        .zip(app.lenses.whatif.shown)
+        .and_then(|(a, i)| a.rows.get(i));
+    let (Some(row), Some(t)) = (row, app.timeline.as_ref()) else {
+        dom::show(&layer, false);
+        return;
+    };
+    let v = t.view;
+    let (xs, oom_x) = match v.axis {
+        Axis::Time => (&row.curve_time_x, row.first_oom_time_x),
+        // The event axis gives each entry a slot; a moment's state shows in its middle.
+        Axis::Events => (&row.curve_events_x, row.first_oom_events_x.map(|x| x + 0.5)),
+    };
+    let (w, h) = (v.x1 - v.x0, v.y1 - v.y0);
+    if w <= 0.0 || h <= 0.0 {
+        dom::show(&layer, false);
+        return;
+    }
+    // A step curve in a 1000 × 1000 box stretched over the plot.
+    let fx = |x: f64| ((x - v.x0) / w * 1000.0).clamp(-1.0, 1001.0);
+    let fy = |b: f64| ((1.0 - (b - v.y0) / h) * 1000.0).clamp(-1.0, 1001.0);
+    let mut d = String::with_capacity(xs.len() * 24);
+    let mut last_y = None;
+    for (k, (&x, &b)) in xs.iter().zip(&row.curve_bytes).enumerate() {
+        let (px, py) = (fx(x), fy(b));
+        match last_y {
+            None => d.push_str(&format!("M{px:.2},{py:.2}")),
+            Some(ly) => d.push_str(&format!("L{px:.2},{ly:.2}L{px:.2},{py:.2}")),
+        }
+        last_y = Some(py);
+        if k + 1 == xs.len() {
+            d.push_str(&format!("L1001,{py:.2}"));
+        }
+    }
+    let path: Element = by_id("whatif-path");
+    attr(&path, "d", &d);
+    attr(&layer, "data-config", &row.config);
+    let mark: HtmlElement = by_id("whatif-oom");
+    match (oom_x, &row.first_oom) {
+        (Some(x), Some(o)) if (v.x0..=v.x1).contains(&x) => {
+            style(&mark, "left", &format!("{:.4}%", (x - v.x0) / w * 100.0));
+            let text = format!(
+                "Predicted OOM ({}): {} asked, {} cached",
+                row.config,
+                format_bytes(o.requested_bytes),
+                format_bytes(o.cached_bytes)
+            );
+            attr(&mark, "title", &text);
+            attr(&mark, "data-entry", &o.entry.to_string());
+            clear(&mark);
+            append(&mark, &el_text("span", "oom-flag", "OOM?"));
+            dom::show(&mark, true);
+        }
+        _ => dom::show(&mark, false),
+    }
+    dom::show(&layer, true);
+}
+
+/// The form asks again; a row's button shows or hides its curve.
+pub fn wire(app: &Shared) {
+    let body: HtmlElement = by_id("lens-whatif");
+    {
+        let app = app.clone();
+        on(&body, "submit", move |e: web_sys::Event| {
+            e.prevent_default();
+            let capacity: HtmlInputElement = by_id("whatif-capacity");
+            let sets: HtmlInputElement = by_id("whatif-sets");
+            let query = WhatIfQuery {
+                capacity: capacity.value().trim().to_owned(),
+                sets: sets
+                    .value()
+                    .split(';')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            };
+            let mut a = app.borrow_mut();
+            a.lenses.whatif.asked = true;
+            ask(&mut a, LensRequest::WhatIf(query));
+        });
+    }
+    let app = app.clone();
+    on(&body, "click", move |e: MouseEvent| {
+        let Some(i) = e
+            .target()
+            .and_then(|t| t.dyn_into::<Element>().ok())
+            .and_then(|t| t.closest("[data-whatif-row]").ok().flatten())
+            .and_then(|t| t.get_attribute("data-whatif-row"))
+            .and_then(|v| v.parse::<usize>().ok())
+        else {
+            return;
+        };
+        let mut a = app.borrow_mut();
+        let w = &mut a.lenses.whatif;
+        w.shown = if w.shown == Some(i) { None } else { Some(i) };
+        render(&mut a);
+        place(&a);
+    });
+}
