@@ -729,6 +729,7 @@ impl App {
                         "data-peak-reserved-bytes",
                         &s.peak_reserved_bytes.to_string(),
                     );
+                    attr(&row, "data-reserved-bytes", &s.reserved_bytes.to_string());
                     attr(&row, "data-events", &s.events.to_string());
                     append(
                         &row,
@@ -748,18 +749,29 @@ impl App {
                         ),
                     );
                     append(&row, &peak);
-                    append(
-                        &row,
-                        &el_text(
-                            "span",
-                            "device-meta",
-                            &format!(
-                                "reserved {} · {} events",
-                                format_bytes(u64::try_from(s.peak_reserved_bytes).unwrap_or(0)),
-                                format_count(s.events)
-                            ),
+                    // Both reserved figures, each named: the peak over the trace can
+                    // be far above what the snapshot holds.
+                    let peak_reserved = u64::try_from(s.peak_reserved_bytes).unwrap_or(0);
+                    let meta = el_text(
+                        "span",
+                        "device-meta",
+                        &format!(
+                            "reserved: peak {} · at the snapshot {} · {} events",
+                            format_bytes(peak_reserved),
+                            format_bytes(s.reserved_bytes),
+                            format_count(s.events)
                         ),
                     );
+                    attr(
+                        &meta,
+                        "title",
+                        &format!(
+                            "{} bytes reserved at the peak, {} bytes at the snapshot",
+                            format_count(peak_reserved),
+                            format_count(s.reserved_bytes)
+                        ),
+                    );
+                    append(&row, &meta);
                     append(card, &row);
                 }
                 if !info.warnings.is_empty() {

@@ -7,6 +7,7 @@ use memscope_analysis::{BlockView, FreeGap, RangeGroup};
 use memscope_protocol::lens::At;
 use memscope_render::gl::NO_ID;
 use memscope_render::palette;
+use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, MouseEvent};
@@ -299,7 +300,7 @@ fn site_label(app: &App, site: u32) -> String {
         .overview
         .as_ref()
         .and_then(|o| o.sites.get(site as usize))
-        .map_or_else(|| "(no call stack)".to_owned(), |s| s.label.clone())
+        .map_or_else(|| NO_STACK_LABEL.to_owned(), |s| s.label.clone())
 }
 
 /// Re-renders the visible rows of the three lists.
