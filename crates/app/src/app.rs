@@ -5,7 +5,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use memscope_protocol::{AllocationDetail, Phase, RankInfo, Request, Response, Source, ViewHint};
+use memscope_protocol::{
+    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint,
+};
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
 use web_sys::{File, HtmlElement};
@@ -407,6 +409,7 @@ impl App {
         }
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
+        show_trace_or_notice(&d);
         if let Some(t) = self.timeline.as_mut() {
             t.show_device(key, device, d);
             t.draw();
@@ -790,4 +793,58 @@ impl App {
             }
         }
     }
+}
+
+/// A device without trace entries has nothing over time: the memory timeline and its
+/// controls give way to a notice saying so and what the snapshot does hold, which the
+/// Segments view and the moment panel (the state at the snapshot) show.
+fn show_trace_or_notice(d: &DeviceInfo) {
+    let no_trace = d.events == 0;
+    for id in ["plot", "legend", "fit", "y-scale"] {
+        dom::show(&by_id::<HtmlElement>(id), !no_trace);
+    }
+    if no_trace {
+        dom::show(&by_id::<HtmlElement>("axis-toggle"), false);
+    }
+    let notice: HtmlElement = by_id("no-trace");
+    dom::show(&notice, no_trace);
+    if !no_trace {
+        return;
+    }
+    let s = &d.summary;
+    clear(&notice);
+    append(
+        &notice,
+        &el_text(
+            "strong",
+            "",
+            "This snapshot has no trace: nothing over time was recorded.",
+        ),
+    );
+    append(
+        &notice,
+        &el_text(
+            "p",
+            "",
+            &format!(
+                "It holds the allocator's state at the moment it was taken: {} segments \
+                 ({} reserved) with {} allocated blocks ({} allocated). The Segments view \
+                 below draws them, and the panel on the right lists every segment and \
+                 block with its call site.",
+                format_count(s.segments),
+                format_bytes(s.reserved_bytes),
+                format_count(u64::from(d.allocations)),
+                format_bytes(s.allocated_bytes),
+            ),
+        ),
+    );
+    append(
+        &notice,
+        &el_text(
+            "p",
+            "hint",
+            "To record allocations over time, call \
+             torch.cuda.memory._record_memory_history() before the run.",
+        ),
+    );
 }
