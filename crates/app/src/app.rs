@@ -795,6 +795,14 @@ impl App {
     }
 }
 
+/// Whether the device shown has no trace entries (a snapshot of segments only).
+pub fn shows_no_trace(app: &App) -> bool {
+    app.timeline
+        .as_ref()
+        .and_then(|t| t.device.as_ref())
+        .is_some_and(|(_, _, info)| info.events == 0)
+}
+
 /// A device without trace entries has nothing over time: the memory timeline and its
 /// controls give way to a notice saying so and what the snapshot does hold, which the
 /// Segments view and the moment panel (the state at the snapshot) show.

@@ -83,6 +83,7 @@ fn bytes_fact(list: &HtmlElement, name: &str, bytes: u64, key: &str) {
 
 /// Shows the moment's state.
 pub fn render(app: &mut App) {
+    let no_trace = crate::app::shows_no_trace(app);
     let Some(panel) = app.lenses.panel.as_mut() else {
         return;
     };
@@ -129,11 +130,15 @@ pub fn render(app: &mut App) {
         .overview
         .as_ref()
         .is_some_and(|o| o.peak_moment == m.moment);
-    let head = el_text(
-        "p",
-        "moment-when",
-        &format!("{when} — {what}{}", if peak { " · the peak" } else { "" }),
-    );
+    let head = if no_trace {
+        el_text("p", "moment-when", "The snapshot (no trace was recorded)")
+    } else {
+        el_text(
+            "p",
+            "moment-when",
+            &format!("{when} — {what}{}", if peak { " · the peak" } else { "" }),
+        )
+    };
     append(&panel.summary, &head);
     let list = el("dl", "facts");
     bytes_fact(&list, "Allocated", t.allocated_bytes, "allocated_bytes");
