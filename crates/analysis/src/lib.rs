@@ -75,6 +75,7 @@ mod table;
 
 use std::ops::Range;
 
+use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::{Allocations, Snapshot, SparseEvents, StackId, NONE, NO_TIME};
 
 pub use events::EventRow;
@@ -86,7 +87,6 @@ pub use rounding::{roundup_power2_next_division, RoundingRule, MIN_BLOCK_BYTES};
 pub use search::{parse_address, parse_size, SearchError, SearchKind, SearchResult, SizeQuery};
 pub use segments::DEFAULT_POOL;
 pub use settings::{AllocatorSettings, RoundupRow, SettingRow};
-pub use sites::NO_STACK_LABEL;
 pub use state::{AllocatorState, BlockView, FreeGap, SegmentView, StateTotals};
 pub use table::{Direction, SortKey, TablePage, TableRow};
 

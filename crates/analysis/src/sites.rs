@@ -1,11 +1,8 @@
 //! Call-site labels: one label per distinct call site, memoised per stack.
 
-use memscope_snapshot::frames::{call_site, short_label};
+use memscope_snapshot::frames::{site_label, NO_STACK_LABEL};
 use memscope_snapshot::{Snapshot, StackId, NONE};
 use rustc_hash::FxHashMap;
-
-/// The label of allocations recorded without a call stack (the timeline's wording).
-pub const NO_STACK_LABEL: &str = "(no call stack)";
 
 /// Call-site labels of the stacks of one snapshot. Labels are computed lazily, once
 /// per stack, and deduplicated.
@@ -34,10 +31,7 @@ impl Sites {
                 return site;
             }
         }
-        let label = match call_site(snap, stack) {
-            Some(frame) => short_label(snap, frame),
-            None => NO_STACK_LABEL.to_owned(),
-        };
+        let label = site_label(snap, stack);
         let site = match self.by_label.get(&label) {
             Some(&site) => site,
             None => {

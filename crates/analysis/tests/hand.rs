@@ -8,9 +8,8 @@
 mod common;
 
 use common::{check_state, json, naive_segments, NaiveAllocs};
-use memscope_analysis::{
-    DeviceAnalysis, Direction, SearchError, SearchKind, SortKey, NO_STACK_LABEL,
-};
+use memscope_analysis::{DeviceAnalysis, Direction, SearchError, SearchKind, SortKey};
+use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::{Allocations, Snapshot};
 
 fn analyse(snap: &Snapshot) -> (Allocations, DeviceAnalysis) {

@@ -5,7 +5,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use memscope_protocol::{AllocationDetail, Phase, RankInfo, Request, Response, Source, ViewHint};
+use memscope_protocol::{
+    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint,
+};
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
 use web_sys::{File, HtmlElement};
@@ -407,6 +409,7 @@ impl App {
         }
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
+        show_trace_or_notice(&d);
         if let Some(t) = self.timeline.as_mut() {
             t.show_device(key, device, d);
             t.draw();
@@ -729,6 +732,7 @@ impl App {
                         "data-peak-reserved-bytes",
                         &s.peak_reserved_bytes.to_string(),
                     );
+                    attr(&row, "data-reserved-bytes", &s.reserved_bytes.to_string());
                     attr(&row, "data-events", &s.events.to_string());
                     append(
                         &row,
@@ -748,18 +752,29 @@ impl App {
                         ),
                     );
                     append(&row, &peak);
-                    append(
-                        &row,
-                        &el_text(
-                            "span",
-                            "device-meta",
-                            &format!(
-                                "reserved {} · {} events",
-                                format_bytes(u64::try_from(s.peak_reserved_bytes).unwrap_or(0)),
-                                format_count(s.events)
-                            ),
+                    // Both reserved figures, each named: the peak over the trace can
+                    // be far above what the snapshot holds.
+                    let peak_reserved = u64::try_from(s.peak_reserved_bytes).unwrap_or(0);
+                    let meta = el_text(
+                        "span",
+                        "device-meta",
+                        &format!(
+                            "reserved: peak {} · at the snapshot {} · {} events",
+                            format_bytes(peak_reserved),
+                            format_bytes(s.reserved_bytes),
+                            format_count(s.events)
                         ),
                     );
+                    attr(
+                        &meta,
+                        "title",
+                        &format!(
+                            "{} bytes reserved at the peak, {} bytes at the snapshot",
+                            format_count(peak_reserved),
+                            format_count(s.reserved_bytes)
+                        ),
+                    );
+                    append(&row, &meta);
                     append(card, &row);
                 }
                 if !info.warnings.is_empty() {
@@ -778,4 +793,66 @@ impl App {
             }
         }
     }
+}
+
+/// Whether the device shown has no trace entries (a snapshot of segments only).
+pub fn shows_no_trace(app: &App) -> bool {
+    app.timeline
+        .as_ref()
+        .and_then(|t| t.device.as_ref())
+        .is_some_and(|(_, _, info)| info.events == 0)
+}
+
+/// A device without trace entries has nothing over time: the memory timeline and its
+/// controls give way to a notice saying so and what the snapshot does hold, which the
+/// Segments view and the moment panel (the state at the snapshot) show.
+fn show_trace_or_notice(d: &DeviceInfo) {
+    let no_trace = d.events == 0;
+    for id in ["plot", "legend", "fit", "y-scale"] {
+        dom::show(&by_id::<HtmlElement>(id), !no_trace);
+    }
+    if no_trace {
+        dom::show(&by_id::<HtmlElement>("axis-toggle"), false);
+    }
+    let notice: HtmlElement = by_id("no-trace");
+    dom::show(&notice, no_trace);
+    if !no_trace {
+        return;
+    }
+    let s = &d.summary;
+    clear(&notice);
+    append(
+        &notice,
+        &el_text(
+            "strong",
+            "",
+            "This snapshot has no trace: nothing over time was recorded.",
+        ),
+    );
+    append(
+        &notice,
+        &el_text(
+            "p",
+            "",
+            &format!(
+                "It holds the allocator's state at the moment it was taken: {} segments \
+                 ({} reserved) with {} allocated blocks ({} allocated). The Segments view \
+                 below draws them, and the panel on the right lists every segment and \
+                 block with its call site.",
+                format_count(s.segments),
+                format_bytes(s.reserved_bytes),
+                format_count(u64::from(d.allocations)),
+                format_bytes(s.allocated_bytes),
+            ),
+        ),
+    );
+    append(
+        &notice,
+        &el_text(
+            "p",
+            "hint",
+            "To record allocations over time, call \
+             torch.cuda.memory._record_memory_history() before the run.",
+        ),
+    );
 }

@@ -660,6 +660,8 @@ pub fn place_markers(app: &mut App) {
     match f {
         Some(f) if (0.0..=1.0).contains(&f) => {
             style(&line, "left", &format!("{:.4}%", f * 100.0));
+            // In the right half the flag hangs left of the line, never past the edge.
+            let _ = line.class_list().toggle_with_force("flip", f > 0.5);
             if let Some(m) = &app.lenses.moment {
                 let text = match m.time_us {
                     Some(t) => format_duration_us(t),

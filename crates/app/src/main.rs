@@ -29,9 +29,9 @@ use web_sys::{
 };
 
 use crate::app::{App, Shared};
-use crate::dom::{by_id, on};
+use crate::dom::{attr, by_id, on};
 use crate::pool::Pool;
-use crate::timeline::Timeline;
+use crate::timeline::{Timeline, YScale};
 use memscope_render::gl::NO_ID;
 
 /// The bundled example (copied into the build by index.html), relative to `<base>`.
@@ -396,6 +396,30 @@ fn wire_timeline(app: &Shared) {
                 };
                 by_id::<HtmlElement>("axis-toggle").set_text_content(Some(label));
                 t.fit();
+                app.view_changed();
+            },
+        );
+    }
+    {
+        let app = app.clone();
+        on(
+            &by_id::<HtmlElement>("y-scale"),
+            "click",
+            move |_: Event| {
+                let mut app = app.borrow_mut();
+                let Some(t) = app.timeline.as_mut() else {
+                    return;
+                };
+                t.y_scale = match t.y_scale {
+                    YScale::Reserved => YScale::Allocated,
+                    YScale::Allocated => YScale::Reserved,
+                };
+                let name = t.y_scale.name();
+                by_id::<HtmlElement>("y-scale").set_text_content(Some(&format!("y: {name}")));
+                attr(&by_id::<HtmlElement>("plot"), "data-y-scale", name);
+                // Keep the horizontal view; fit y to the new scale.
+                t.view.y0 = 0.0;
+                t.view.y1 = t.y_extent() * 1.05;
                 app.view_changed();
             },
         );

@@ -75,6 +75,13 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         &el_text("h2", "", &format!("Allocation #{}", d.allocation)),
     );
     let list = el("dl", "facts");
+    let site = el("dd", "call-site-row");
+    append(&site, &el_text("span", "site", &d.call_site_label));
+    if let Some(reason) = &d.call_site_reason {
+        append(&site, &el_text("span", "site-reason", reason));
+    }
+    append(&list, &el_text("dt", "", "Call site"));
+    append(&list, &site);
     row(&list, "Requested", &bytes(d.size), "");
     match d.rounded_size {
         Some(r) => row(

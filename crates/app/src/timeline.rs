@@ -41,6 +41,48 @@ pub struct Timeline {
     pub frames: u32,
     /// Allocations the linked views highlight (search matches); the rest are dimmed.
     pub highlight: Option<std::rc::Rc<std::collections::HashSet<u32>>>,
+    /// What the y axis is fitted to.
+    pub y_scale: YScale,
+    /// The canvas' width in CSS pixels, as last measured (to keep labels inside it).
+    css_width_px: f64,
+}
+
+/// What a fitted y axis spans: up to the peak of reserved bytes (the default, as
+/// PyTorch's viewer), or up to the peak of allocated bytes, where small allocations
+/// under a much larger reservation (4 KiB in a 2 MiB segment) become visible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YScale {
+    Reserved,
+    Allocated,
+}
+
+impl YScale {
+    /// The toggle's text, `data-y-scale` on `#plot`.
+    pub fn name(self) -> &'static str {
+        match self {
+            YScale::Reserved => "reserved",
+            YScale::Allocated => "allocated",
+        }
+    }
+}
+
+/// Rough width in CSS pixels of a label of `text` in the axes' 11 px font, to keep it
+/// inside the plot without a layout pass per frame.
+fn label_width_px(text: &str) -> f64 {
+    text.chars().count() as f64 * 6.5
+}
+
+/// The CSS `transform` that keeps a label anchored at `x_px` (its middle, by default)
+/// inside `0..width_px`: flush left or right of the anchor near an edge.
+fn keep_inside(x_px: f64, label_px: f64, width_px: f64, y: &str) -> String {
+    let shift = if x_px + label_px / 2.0 > width_px {
+        "-100%"
+    } else if x_px - label_px / 2.0 < 0.0 {
+        "0"
+    } else {
+        "-50%"
+    };
+    format!("translate({shift}, {y})")
 }
 
 /// A WebGL2 context on `canvas`, as every view draws with: no antialiasing (bands are
@@ -83,12 +125,15 @@ impl Timeline {
             selected: NO_ID,
             frames: 0,
             highlight: None,
+            y_scale: YScale::Reserved,
+            css_width_px: 1.0,
         })
     }
 
     /// The canvas size in device pixels, following its CSS size.
     pub fn fit_canvas(&mut self) -> (u32, u32) {
         let dpr = dom::window().device_pixel_ratio().max(1.0);
+        self.css_width_px = f64::from(self.canvas.client_width()).max(1.0);
         let w = (f64::from(self.canvas.client_width()) * dpr)
             .round()
             .max(1.0) as u32;
@@ -129,27 +174,33 @@ impl Timeline {
         self.fit();
     }
 
+    /// The highest bytes the y axis is fitted to ([`YScale`]).
+    pub fn y_extent(&self) -> f64 {
+        self.device
+            .as_ref()
+            .map_or(1.0, |(_, _, i)| match self.y_scale {
+                YScale::Reserved => i.y_max.max(1.0),
+                YScale::Allocated => (i.summary.peak_allocated_bytes as f64).max(1.0),
+            })
+    }
+
     /// Fits the whole device in view.
     pub fn fit(&mut self) {
         self.fit_canvas();
-        let y_max = self
-            .device
-            .as_ref()
-            .map_or(1.0, |(_, _, i)| i.y_max.max(1.0));
         self.view.x0 = 0.0;
         self.view.x1 = self.x_extent(self.view.axis);
         self.view.y0 = 0.0;
-        self.view.y1 = y_max * 1.05;
+        self.view.y1 = self.y_extent() * 1.05;
     }
 
     /// Zooms x by `factor` (< 1 zooms in) around `at` (data x).
     pub fn zoom_x(&mut self, factor: f64, at: f64) {
         let extent = self.x_extent(self.view.axis);
-        let min_span = match self.view.axis {
+        let min_span: f64 = match self.view.axis {
             Axis::Time => 1.0,
             Axis::Events => 4.0,
         };
-        let span = ((self.view.x1 - self.view.x0) * factor).clamp(min_span, extent * 1.5);
+        let span = ((self.view.x1 - self.view.x0) * factor).clamp(min_span.min(extent), extent);
         let t = if self.view.x1 > self.view.x0 {
             (at - self.view.x0) / (self.view.x1 - self.view.x0)
         } else {
@@ -172,6 +223,7 @@ impl Timeline {
     pub fn pan_by(&mut self, dx: f64, dy: f64) {
         self.view.x0 += dx;
         self.view.x1 += dx;
+        // Panning may reach the reserved peak whatever the axis is fitted to.
         let y_max = self
             .device
             .as_ref()
@@ -195,16 +247,12 @@ impl Timeline {
         self.clamp_x();
     }
 
+    /// Keeps the view inside the trace: nothing before its first entry (no negative
+    /// time) or after its last, and no wider than the whole trace.
     fn clamp_x(&mut self) {
         let extent = self.x_extent(self.view.axis);
-        let span = (self.view.x1 - self.view.x0).min(extent * 1.5);
-        let margin = span * 0.25;
-        if self.view.x0 < -margin {
-            self.view.x0 = -margin;
-        }
-        if self.view.x0 > extent + margin - span {
-            self.view.x0 = extent + margin - span;
-        }
+        let span = (self.view.x1 - self.view.x0).min(extent);
+        self.view.x0 = self.view.x0.clamp(0.0, extent - span);
         self.view.x1 = self.view.x0 + span;
     }
 
@@ -395,6 +443,9 @@ impl Timeline {
             }
             let tick = el_text("span", "tick", &label);
             style(&tick, "left", &format!("{:.3}%", f * 100.0));
+            let width = self.css_width_px;
+            let transform = keep_inside(f * width, label_width_px(&label), width, "0");
+            style(&tick, "transform", &transform);
             append(&x_axis, &tick);
         }
     }
@@ -418,7 +469,16 @@ impl Timeline {
                 "bottom",
                 &format!("{:.3}%", fy.clamp(0.0, 1.0) * 100.0),
             );
-            marker.set_text_content(Some(&format!("peak {}", format_bytes(bytes as u64))));
+            let text = format!("peak {}", format_bytes(bytes as u64));
+            // The label's padding and border add 10 px.
+            let width = self.css_width_px;
+            let label = label_width_px(&text) + 10.0;
+            style(
+                &marker,
+                "transform",
+                &keep_inside(fx * width, label, width, "-100%"),
+            );
+            marker.set_text_content(Some(&text));
             attr(
                 &marker,
                 "title",
@@ -438,6 +498,17 @@ impl Timeline {
             style(&swatch, "background", &css_color(entry.color));
             append(&item, &swatch);
             append(&item, &el_text("span", "legend-label", &entry.label));
+            // Long C++ names are cut: the whole name on hover.
+            attr(
+                &item,
+                "title",
+                &format!(
+                    "{}\n{} bytes in {} allocations at the peak",
+                    entry.label,
+                    format_count(entry.bytes as u64),
+                    format_count(u64::from(entry.allocations))
+                ),
+            );
             let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes as u64));
             attr(
                 &bytes,

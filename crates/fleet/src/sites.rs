@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 
 /// The key of allocations recorded without frames.
 pub const NO_FRAMES_KEY: &str = "no-frames";
-/// The label of allocations recorded without frames.
-pub const NO_FRAMES_LABEL: &str = "(no frames)";
 
 /// A call site: the innermost frame of a stack in the user's code
 /// ([`frames::call_site`]).
@@ -78,13 +76,13 @@ pub fn stack_key(snap: &Snapshot, stack: StackId) -> String {
 /// The call site of a stack ([`frames::call_site`]).
 pub fn site_of_stack(snap: &Snapshot, stack: StackId) -> Site {
     match frames::call_site(snap, stack) {
-        Some(frame) => Site {
-            key: frame_key(snap, frame),
-            label: frames::short_label(snap, frame),
+        Some(site) => Site {
+            key: frame_key(snap, site.frame),
+            label: frames::short_label(snap, site.frame),
         },
         None => Site {
             key: NO_FRAMES_KEY.to_owned(),
-            label: NO_FRAMES_LABEL.to_owned(),
+            label: frames::NO_STACK_LABEL.to_owned(),
         },
     }
 }

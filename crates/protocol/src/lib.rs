@@ -238,7 +238,7 @@ pub struct FrameText {
     pub name: String,
     /// Interpreter, unwinder or process machinery: hidden by default.
     pub noise: bool,
-    /// The allocation's call site (the innermost user frame).
+    /// The allocation's call site (`frames::call_site`).
     pub call_site: bool,
 }
 
@@ -279,6 +279,11 @@ pub struct AllocationDetail {
     pub compile_context: Option<String>,
     /// `user_metadata` of its alloc entry.
     pub user_metadata: Option<String>,
+    /// The call site's label (`frames::site_label`: the timeline's and every lens's).
+    pub call_site_label: String,
+    /// Why that frame is the call site (`frames::SiteRule::reason`); `None` without
+    /// frames.
+    pub call_site_reason: Option<String>,
     /// The call stack, innermost first.
     pub frames: Vec<FrameText>,
 }

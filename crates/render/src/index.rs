@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use memscope_snapshot::frames::{call_site, short_label};
+use memscope_snapshot::frames::site_label;
 use memscope_snapshot::{Allocations, Snapshot, StackId, NONE, NO_TIME};
 use serde::{Deserialize, Serialize};
 
@@ -11,9 +11,6 @@ use crate::palette;
 
 /// Marks an absent moment (no `free_requested`; a column with nothing to show).
 pub const NO_MOMENT: u32 = u32::MAX;
-
-/// The label of allocations recorded without a call stack.
-pub const NO_STACK_LABEL: &str = "(no call stack)";
 
 /// What the x axis measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -49,7 +46,7 @@ pub struct Span {
 /// One row of the legend: a call site and the bytes it holds at the peak.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LegendEntry {
-    /// The call site, `name (file:line)` ([`short_label`]), or [`NO_STACK_LABEL`].
+    /// The call site's label ([`site_label`]).
     pub label: String,
     /// Its colour (RGBA8, see [`palette`]).
     pub color: u32,
@@ -583,10 +580,7 @@ impl<'a> Sites<'a> {
                 return site;
             }
         }
-        let label = match call_site(self.snap, stack) {
-            Some(frame) => short_label(self.snap, frame),
-            None => NO_STACK_LABEL.to_owned(),
-        };
+        let label = site_label(self.snap, stack);
         let site = match self.by_label.get(&label) {
             Some(&site) => site,
             None => {

@@ -1,7 +1,7 @@
 //! Everything known about one allocation, as the detail panel shows it.
 
 use memscope_protocol::{AllocationDetail, FrameText};
-use memscope_snapshot::frames::{call_site, is_noise};
+use memscope_snapshot::frames::{call_site, is_noise, site_label};
 use memscope_snapshot::{Allocations, Origin, Snapshot, SparseEvents, NONE, NO_LINE, NO_TIME};
 
 fn event(e: u32) -> Option<u32> {
@@ -53,7 +53,7 @@ pub fn detail(
                 },
                 name: snap.strings.get(snap.frames.name[fi]).to_owned(),
                 noise: is_noise(snap, f),
-                call_site: Some(f) == site,
+                call_site: site.is_some_and(|s| s.frame == f),
             }
         })
         .collect();
@@ -87,6 +87,8 @@ pub fn detail(
         stream,
         compile_context: text(&ev.sparse.compile_context),
         user_metadata: text(&ev.sparse.user_metadata),
+        call_site_label: site_label(snap, stack),
+        call_site_reason: site.map(|s| s.rule.reason().to_owned()),
         frames,
     })
 }

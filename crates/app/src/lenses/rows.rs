@@ -410,10 +410,15 @@ pub fn on_overview(app: &mut App) {
     let segments_note = {
         let n = o.segments.len();
         let mut text = format!(
-            "{} segment{} over the trace — each row maps the segment's addresses top to \
+            "{} segment{} {} — each row maps the segment's addresses top to \
              bottom; the selected allocation's row is expanded.",
             format_count(n as u64),
-            if n == 1 { "" } else { "s" }
+            if n == 1 { "" } else { "s" },
+            if crate::app::shows_no_trace(app) {
+                "at the snapshot (no trace)"
+            } else {
+                "over the trace"
+            }
         );
         if o.unmapped > 0 {
             text.push_str(&format!(

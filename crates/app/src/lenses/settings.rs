@@ -188,6 +188,11 @@ pub fn place_ooms(app: &App) {
             ),
         );
         style(&mark, "left", &format!("{:.4}%", f * 100.0));
+        // In the right half the flag hangs left of the mark: an OOM is usually the last
+        // entry, at the right edge.
+        if f > 0.5 {
+            let _ = mark.class_list().add_1("flip");
+        }
         append(&layer, &mark);
     }
     dom::show(&layer, !o.ooms.is_empty());

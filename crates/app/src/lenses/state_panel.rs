@@ -7,6 +7,7 @@ use memscope_analysis::{BlockView, FreeGap, RangeGroup};
 use memscope_protocol::lens::At;
 use memscope_render::gl::NO_ID;
 use memscope_render::palette;
+use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, MouseEvent};
@@ -82,6 +83,7 @@ fn bytes_fact(list: &HtmlElement, name: &str, bytes: u64, key: &str) {
 
 /// Shows the moment's state.
 pub fn render(app: &mut App) {
+    let no_trace = crate::app::shows_no_trace(app);
     let Some(panel) = app.lenses.panel.as_mut() else {
         return;
     };
@@ -128,11 +130,15 @@ pub fn render(app: &mut App) {
         .overview
         .as_ref()
         .is_some_and(|o| o.peak_moment == m.moment);
-    let head = el_text(
-        "p",
-        "moment-when",
-        &format!("{when} — {what}{}", if peak { " · the peak" } else { "" }),
-    );
+    let head = if no_trace {
+        el_text("p", "moment-when", "The snapshot (no trace was recorded)")
+    } else {
+        el_text(
+            "p",
+            "moment-when",
+            &format!("{when} — {what}{}", if peak { " · the peak" } else { "" }),
+        )
+    };
     append(&panel.summary, &head);
     let list = el("dl", "facts");
     bytes_fact(&list, "Allocated", t.allocated_bytes, "allocated_bytes");
@@ -299,7 +305,7 @@ fn site_label(app: &App, site: u32) -> String {
         .overview
         .as_ref()
         .and_then(|o| o.sites.get(site as usize))
-        .map_or_else(|| "(no call stack)".to_owned(), |s| s.label.clone())
+        .map_or_else(|| NO_STACK_LABEL.to_owned(), |s| s.label.clone())
 }
 
 /// Re-renders the visible rows of the three lists.

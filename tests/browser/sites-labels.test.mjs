@@ -1,0 +1,373 @@
+// Issue 10, points 4–6 in headless Chromium: the call site named in the detail panel
+// (your own code, with the reason), labels that say what they show and stay inside the
+// plot, no panning outside the trace, the y axis scaled to allocated bytes, and
+// snapshots without a trace. Expected values come from reading the corpus files with
+// CPython (tests/fixtures/expected/corpus.jsonl and the ids noted below), never from
+// memscope.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { mkdtemp, writeFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { serve, browser, screenshot, dropFiles, reference, paintedPixels, fixtures } from './harness.mjs';
+
+const real = (name) => join(fixtures, 'corpus', 'real', name);
+
+let server;
+let ref;
+let scratch;
+before(async () => {
+  server = await serve();
+  ref = await reference();
+  scratch = await mkdtemp(join(tmpdir(), 'memscope-sites-'));
+});
+after(async () => {
+  await server.close();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function loaded(page, file, device = 0) {
+  const sel = `.device[data-file="${file}"][data-device="${device}"][data-peak-allocated-bytes]`;
+  await page.waitForSelector(sel, { timeout: 60000 });
+  return page.$eval(sel, (e) => ({ ...e.dataset }));
+}
+
+/** Opens `file` with allocation `id` selected (through a bookmark, so no hit testing is
+ * involved) and returns the detail panel's call site, its reason and the marked frame. */
+async function siteOf(page, file, id) {
+  await page.goto(`${server.url}#v=1&files=${file}&rank=${file}&device=0&sel=${id}`);
+  await dropFiles(page, [real(file)]);
+  await page.waitForSelector(`#detail-body[data-allocation="${id}"] .call-site-row`, { timeout: 60000 });
+  return page.evaluate(() => ({
+    site: document.querySelector('.call-site-row .site').textContent,
+    reason: document.querySelector('.call-site-row .site-reason')?.textContent ?? '',
+    frame: document.querySelector('.frame.call-site .frame-name')?.textContent ?? '',
+    file: document.querySelector('.frame.call-site .frame-file')?.getAttribute('title') ?? '',
+  }));
+}
+
+// Allocation ids: the n-th `alloc` entry of device 0 (CPython: pickle.load of the file).
+const SITES = [
+  // C++ and Python: an einsum (a bmm, allocated in `at::meta::common_checks_baddbmm_bmm`)
+  // under the user's forward.
+  {
+    file: 'fullstep-19k-events-cpp-frames.pickle', id: 2043, shape: 'C++ and Python',
+    site: 'forward (transformer.py:22)', frame: 'forward', reason: /your own code/,
+  },
+  // C++ only: the backward thread's bmm and an exp backward whose output a
+  // TensorIterator allocated.
+  {
+    file: 'fullstep-19k-events-cpp-frames.pickle', id: 5499, shape: 'C++ only',
+    site: 'torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)',
+    frame: 'torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)',
+    reason: /autograd node/,
+  },
+  {
+    file: 'fullstep-19k-events-cpp-frames.pickle', id: 2083, shape: 'C++ only',
+    site: /^torch::autograd::generated::ExpBackward0::apply\(/, reason: /autograd node/,
+  },
+  // Python only, Windows paths.
+  {
+    file: 'win-paths-compile-context.pickle', id: 651, shape: 'Python only, Windows paths',
+    site: 'cross_entropy (nn_utils.py:17)', frame: 'cross_entropy', reason: /your own code/,
+    path: /^D:\\Dev\\assignment2-systems\\cs336-basics\\/,
+  },
+  // Compiled: Inductor's generated `call` is torch's; the source it came from is named.
+  {
+    file: 'forward-segment-free.pickle', id: 779, shape: 'compile context',
+    site: 'softmax (transformer.py:142)', frame: 'softmax', reason: /your own code/,
+  },
+];
+
+for (const want of SITES) {
+  test(`call site of ${want.shape} (${want.file} #${want.id}) is named with its reason`, async () => {
+    const b = await browser();
+    try {
+      const got = await siteOf(b.page, want.file, want.id);
+      if (want.site instanceof RegExp) assert.match(got.site, want.site);
+      else assert.equal(got.site, want.site);
+      assert.match(got.reason, want.reason);
+      if (want.frame) assert.equal(got.frame, want.frame, 'the marked frame is the one named');
+      if (want.path) assert.match(got.file, want.path);
+      // The legend uses the same rule: no plumbing named as a call site.
+      await b.page.waitForSelector('#legend .legend-item');
+      const legend = await b.page.$$eval('#legend .legend-label', (l) => l.map((x) => x.textContent));
+      for (const label of legend) {
+        assert.doesNotMatch(label.split('(')[0], /at::meta::|TensorIterator|CUDACachingAllocator|at::detail::/, label);
+      }
+      await screenshot(b.page, `sites-${want.file.split('.')[0]}-${want.id}`);
+      assert.deepEqual(b.errors, []);
+    } finally {
+      await b.close();
+    }
+  });
+}
+
+test('the rank card names both reserved figures, each with its value', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    // forward-segment-free: 63.9 GB reserved at the peak, 36.2 GB at the snapshot.
+    const file = 'forward-segment-free.pickle';
+    await dropFiles(page, [real(file)]);
+    const got = await loaded(page, file);
+    const want = ref.get(`${file}#0`);
+    assert.notEqual(want.peak_reserved_bytes, want.reserved_bytes);
+    assert.equal(Number(got.peakReservedBytes), want.peak_reserved_bytes);
+    assert.equal(Number(got.reservedBytes), want.reserved_bytes);
+    const meta = await page.$eval(`.device[data-file="${file}"] .device-meta`, (e) => e.textContent);
+    const gib = (b) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+    assert.match(meta, new RegExp(`peak ${gib(want.peak_reserved_bytes)}`), meta);
+    assert.match(meta, new RegExp(`at the snapshot ${gib(want.reserved_bytes)}`), meta);
+    await screenshot(page, 'sites-rank-card-reserved');
+  } finally {
+    await b.close();
+  }
+});
+
+/**
+ * A hand-made snapshot: one 2 MiB segment holding 4 KiB and 8 KiB allocations, a
+ * 16 KiB one at the very end (so the peak is at the right edge) and an OOM as the last
+ * entry.
+ */
+async function edgeSnapshot() {
+  const A = 139_800_000_000_000;
+  const SEG = 2 * 1024 * 1024;
+  const frames = (line) => [{ filename: '/home/me/train.py', line, name: 'step' }];
+  const trace = [
+    { action: 'segment_alloc', addr: A, size: SEG, stream: 0, time_us: 1_000_000, frames: [] },
+    { action: 'alloc', addr: A, size: 4096, stream: 0, time_us: 1_000_100, frames: frames(10) },
+    { action: 'alloc', addr: A + 4096, size: 8192, stream: 0, time_us: 1_000_200, frames: frames(11) },
+    { action: 'alloc', addr: A + 12288, size: 16384, stream: 0, time_us: 1_004_990, frames: frames(12) },
+    { action: 'oom', size: 2 ** 30, device_free: 100 * 2 ** 20, stream: 0, time_us: 1_005_000, frames: frames(13) },
+  ];
+  const block = (address, size, line) => ({
+    address, size, requested_size: size, state: 'active_allocated', frames: frames(line),
+  });
+  const segments = [{
+    device: 0, address: A, total_size: SEG, allocated_size: 28672, active_size: 28672,
+    requested_size: 28672, stream: 0, segment_type: 'large', segment_pool_id: [0, 0], is_expandable: false,
+    frames: [],
+    blocks: [
+      block(A, 4096, 10), block(A + 4096, 8192, 11), block(A + 12288, 16384, 12),
+      { address: A + 28672, size: SEG - 28672, requested_size: 0, state: 'inactive', frames: [] },
+    ],
+  }];
+  const path = join(scratch, 'edge-oom.json');
+  await writeFile(path, JSON.stringify({ segments, device_traces: [trace] }));
+  return path;
+}
+
+test('labels at the right edge stay inside the plot: peak, moment, last tick, OOM', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await dropFiles(page, [await edgeSnapshot()]);
+    await loaded(page, 'edge-oom.json');
+    await page.waitForSelector('body[data-status="ready"]');
+    await page.waitForSelector('#oom-marks:not([hidden]) .oom-flag');
+    await page.waitForSelector('#peak:not([hidden])');
+    // The moment at the last entry: a click on the ruler at the right edge.
+    const ruler = await page.$eval('#x-axis', (e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.right - 1, y: r.top + r.height / 2 };
+    });
+    await page.mouse.click(ruler.x, ruler.y);
+    await page.waitForFunction(() => Number(document.getElementById('moment-line').dataset.moment) >= 4);
+    await page.waitForSelector('#moment-line:not([hidden]) .moment-flag');
+    const boxes = await page.evaluate(() => {
+      const r = (e) => { const b = e.getBoundingClientRect(); return { left: b.left, right: b.right, text: e.textContent }; };
+      const ticks = [...document.querySelectorAll('#x-axis .tick')];
+      return {
+        plot: r(document.getElementById('plot')),
+        peak: r(document.getElementById('peak')),
+        moment: r(document.querySelector('.moment-flag')),
+        tick: r(ticks[ticks.length - 1]),
+        oom: r(document.querySelector('.oom-flag')),
+        oomSize: r(document.querySelector('.oom-size')),
+        mark: r(document.querySelector('.oom-mark')),
+        line: r(document.getElementById('moment-line')),
+      };
+    });
+    for (const name of ['peak', 'moment', 'tick', 'oom', 'oomSize']) {
+      const box = boxes[name];
+      assert.ok(box.right <= boxes.plot.right + 1, `${name} "${box.text}" ends at ${box.right}, the plot at ${boxes.plot.right}`);
+      assert.ok(box.left >= boxes.plot.left - 1, `${name} starts left of the plot`);
+    }
+    assert.equal(boxes.oom.text, 'OOM');
+    assert.ok(boxes.line.left > boxes.plot.right - 3, `moment line at ${boxes.line.left}`);
+    assert.ok(boxes.moment.right <= boxes.line.left + 1, 'the moment flag hangs left of its line');
+    // The OOM is the last entry: its mark at the right edge, its flag left of it.
+    assert.ok(boxes.mark.left > boxes.plot.right - 3, `OOM mark at ${boxes.mark.left}`);
+    assert.ok(boxes.oom.right <= boxes.mark.left + 1);
+    await screenshot(page, 'sites-right-edge-labels');
+  } finally {
+    await b.close();
+  }
+});
+
+test('the y axis scales to allocated bytes: 4 KiB under a 2 MiB reservation shows', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await dropFiles(page, [await edgeSnapshot()]);
+    await loaded(page, 'edge-oom.json');
+    await page.waitForSelector('body[data-status="ready"]');
+    const reserved = await page.evaluate(() => window.memscope.stats().view);
+    // Fitted to reserved: the 2 MiB segment (× 1.05 headroom).
+    assert.ok(Math.abs(reserved[3] - 2 * 2 ** 20 * 1.05) < 1, `${reserved}`);
+    const before = await paintedPixels(page);
+    await screenshot(page, 'sites-y-reserved');
+    await page.click('#y-scale');
+    assert.equal(await page.$eval('#plot', (e) => e.dataset.yScale), 'allocated');
+    assert.equal(await page.$eval('#y-scale', (e) => e.textContent), 'y: allocated');
+    await page.waitForFunction(() => window.memscope.stats().settled);
+    const view = await page.evaluate(() => window.memscope.stats().view);
+    // Fitted to the peak of allocated bytes: 4 + 8 + 16 KiB.
+    assert.ok(Math.abs(view[3] - 28672 * 1.05) < 1e-6, `${view}`);
+    assert.deepEqual(view.slice(0, 2), reserved.slice(0, 2), 'x is kept');
+    const after = await paintedPixels(page);
+    assert.ok(after.painted > before.painted * 20, `${before.painted} → ${after.painted} pixels`);
+    await screenshot(page, 'sites-y-allocated');
+    await page.click('#y-scale');
+    assert.equal(await page.$eval('#plot', (e) => e.dataset.yScale), 'reserved');
+  } finally {
+    await b.close();
+  }
+});
+
+test('panning and zooming out never leave the trace', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await dropFiles(page, [real('forward-fp32.pickle')]);
+    await loaded(page, 'forward-fp32.pickle');
+    await page.waitForSelector('body[data-status="ready"]');
+    const view = () => page.evaluate(() => window.memscope.stats().view);
+    const [, end] = await view();
+    const inside = async (what) => {
+      const [x0, x1] = await view();
+      assert.ok(x0 >= 0, `${what}: view starts at ${x0}`);
+      assert.ok(x1 <= end * (1 + 1e-9), `${what}: view ends at ${x1} past ${end}`);
+      assert.ok(x1 > x0, what);
+    };
+    await page.click('#canvas', { position: { x: 10, y: 10 } });
+    for (let i = 0; i < 8; i++) await page.keyboard.press('KeyA');
+    await inside('A at fit');
+    for (let i = 0; i < 6; i++) await page.keyboard.press('KeyS');
+    await inside('S at fit');
+    for (let i = 0; i < 4; i++) await page.keyboard.press('KeyW');
+    for (let i = 0; i < 30; i++) await page.keyboard.press('KeyA');
+    await inside('A zoomed');
+    assert.equal((await view())[0], 0, 'panned to the start');
+    for (let i = 0; i < 60; i++) await page.keyboard.press('KeyD');
+    await inside('D zoomed');
+    // Dragging right (towards earlier times) from the start.
+    for (let i = 0; i < 60; i++) await page.keyboard.press('KeyA');
+    const box = await page.$eval('#canvas', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    await page.mouse.move(box.x + box.w * 0.3, box.y + box.h / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.w * 0.9, box.y + box.h / 2, { steps: 5 });
+    await page.mouse.up();
+    await inside('drag');
+    // The events axis too.
+    await page.click('#axis-toggle');
+    const [, events] = await view();
+    for (let i = 0; i < 4; i++) await page.keyboard.press('KeyW');
+    for (let i = 0; i < 30; i++) await page.keyboard.press('KeyA');
+    const [e0] = await view();
+    assert.equal(e0, 0);
+    for (let i = 0; i < 60; i++) await page.keyboard.press('KeyD');
+    const [, e1] = await view();
+    assert.ok(e1 <= events, `${e1} past ${events}`);
+    await page.waitForFunction(() => window.memscope.stats().settled);
+    await screenshot(page, 'sites-pan-end');
+  } finally {
+    await b.close();
+  }
+});
+
+test('the legend shows whole rows, and the whole name on hover', async () => {
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await dropFiles(page, [real('fullstep-19k-events-cpp-frames.pickle')]);
+    await loaded(page, 'fullstep-19k-events-cpp-frames.pickle');
+    await page.waitForSelector('body[data-status="ready"]');
+    await page.waitForSelector('#legend .legend-item');
+    const rows = await page.$$eval('#legend .legend-item', (items) => {
+      const legend = document.getElementById('legend').getBoundingClientRect();
+      return {
+        legend: { top: legend.top, bottom: legend.bottom },
+        items: items.map((i) => {
+          const r = i.getBoundingClientRect();
+          return { top: r.top, bottom: r.bottom, title: i.title, label: i.querySelector('.legend-label').textContent };
+        }),
+      };
+    });
+    assert.ok(rows.items.length >= 6);
+    const tops = [...new Set(rows.items.map((i) => Math.round(i.top)))].sort((a, b) => a - b);
+    assert.ok(tops.length >= 3, `${tops.length} rows`);
+    for (const item of rows.items) {
+      // Every row that starts inside the legend's box is whole.
+      if (item.top < rows.legend.bottom) {
+        assert.ok(item.bottom <= rows.legend.bottom + 0.5, `"${item.label}" is cut: ${item.bottom} > ${rows.legend.bottom}`);
+      }
+      assert.ok(item.title.startsWith(item.label + '\n'), `tooltip of ${item.label}: ${item.title}`);
+      assert.match(item.title, /bytes in \d[\d,]* allocations at the peak/);
+    }
+    // Three whole rows are visible (a two-line entry once pushed the third out).
+    const whole = rows.items.filter((i) => i.bottom <= rows.legend.bottom + 0.5);
+    assert.equal(new Set(whole.map((i) => Math.round(i.top))).size, 3, 'three whole rows');
+    for (const item of rows.items) assert.ok(item.bottom - item.top <= 17, `"${item.label}" takes two lines`);
+    await page.hover('#legend .legend-item');
+    await screenshot(page, 'sites-legend');
+  } finally {
+    await b.close();
+  }
+});
+
+for (const [file, device] of [['segments-only.pickle', 0], ['legacy-segment-list.pkl', 1]]) {
+  test(`a snapshot without a trace says so and shows its segments and blocks (${file})`, async () => {
+    const b = await browser();
+    try {
+      const { page } = b;
+      await page.goto(server.url);
+      await dropFiles(page, [real(file)]);
+      await loaded(page, file, device);
+      const want = ref.get(`${file}#${device}`);
+      assert.equal(want.events, 0);
+      await page.waitForSelector('#no-trace:not([hidden])');
+      const notice = await page.$eval('#no-trace', (e) => e.textContent);
+      assert.match(notice, /has no trace/);
+      assert.match(notice, new RegExp(`${want.segments.toLocaleString('en-US')} segments`));
+      assert.equal(await page.$eval('#plot', (e) => e.hidden), true, 'no empty timeline');
+      assert.equal(await page.$eval('#legend', (e) => e.hidden), true);
+      // The allocator's state at the snapshot: every segment, and the chosen one's blocks
+      // with their call sites.
+      await page.waitForSelector('#moment-segments .seg-row', { timeout: 30000 });
+      assert.match(await page.$eval('#moment-summary .moment-when', (e) => e.textContent), /The snapshot \(no trace/);
+      const live = await page.$eval('#moment-summary', (e) => e.textContent);
+      assert.match(live, new RegExp(`${want.segments.toLocaleString('en-US')} segments`));
+      // Every block live at the snapshot, with its call site: segments-only.pickle was
+      // recorded without frames, legacy-segment-list.pkl with them.
+      await page.waitForSelector('#moment-point .site');
+      const sites = await page.$$eval('#moment-point .site', (s) => s.map((x) => x.textContent));
+      assert.ok(sites.length > 0);
+      if (file === 'segments-only.pickle') assert.ok(sites.every((s) => s === '(no call stack)'), sites.join());
+      else assert.ok(sites.some((s) => /\(\w+\.py:\d+\)$/.test(s)), sites.join());
+      await page.click('#moment-segments .seg-row');
+      await page.waitForSelector('#moment-blocks .block-row');
+      await screenshot(page, `sites-no-trace-${file.split('.')[0]}`);
+      assert.deepEqual(b.errors, []);
+    } finally {
+      await b.close();
+    }
+  });
+}
