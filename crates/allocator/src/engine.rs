@@ -26,7 +26,7 @@ pub(crate) const LARGE_BUFFER: u64 = 20 << 20;
 pub(crate) const ROUND_LARGE: u64 = 2 << 20;
 /// Address space reserved for an expandable segment without a capacity (PyTorch
 /// reserves 1.125 × the device's memory; the replay only needs room to grow).
-const DEFAULT_EXPANDABLE_VA: u64 = 1 << 40;
+pub(crate) const DEFAULT_EXPANDABLE_VA: u64 = 1 << 40;
 
 pub(crate) const NIL: u32 = u32::MAX;
 

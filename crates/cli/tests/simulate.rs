@@ -75,12 +75,13 @@ const OOM_TRACE: &str = r#"{"segments": [], "device_traces": [[
  {"action": "alloc", "addr": 139638245163008, "size": 20971520, "stream": 0},
  {"action": "alloc", "addr": 139637976727552, "size": 10485760, "stream": 0}]]}"#;
 
-const ROW_KEYS: [&str; 16] = [
+const ROW_KEYS: [&str; 17] = [
     "file",
     "device",
     "config",
     "settings",
     "peak_reserved_bytes",
+    "peak_after_first_oom",
     "cached_at_peak_bytes",
     "allocated_at_peak_bytes",
     "requested_at_peak_bytes",
@@ -216,6 +217,14 @@ fn capacity_and_settings_give_the_first_oom() {
     assert_eq!(oom["cached_bytes"], 0);
     assert_eq!(rows[0]["ooms"], 1);
     assert_eq!(rows[0]["settings"]["capacity_bytes"], 40 * MIB);
+    // The 10 MiB request went past the capacity: 46 MiB, the peak, came after the OOM.
+    assert_eq!(rows[0]["peak_reserved_bytes"], 46 * MIB);
+    assert_eq!(rows[0]["peak_after_first_oom"], true);
+    // The check against the trace replays the recorded settings without the capacity.
+    assert_eq!(
+        rows[0]["validation"]["replayed_peak_reserved_bytes"],
+        52 * MIB
+    );
     // Unlimited: 16 + 16 + 20 MiB, no OOM.
     assert!(rows[1]["first_oom"].is_null());
     assert_eq!(rows[1]["peak_reserved_bytes"], 52 * MIB);

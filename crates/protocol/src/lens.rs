@@ -630,6 +630,8 @@ pub struct WhatIfRow {
     pub config: String,
     /// The peak of reserved bytes.
     pub peak_reserved_bytes: u64,
+    /// The peak comes after the first OOM (the replay went on as if there were room).
+    pub peak_after_first_oom: bool,
     /// Reserved minus allocated bytes at the peak.
     pub cached_at_peak_bytes: u64,
     /// Requests that found no room.

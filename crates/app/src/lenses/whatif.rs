@@ -134,7 +134,7 @@ pub fn render(app: &mut App) {
         "p",
         "hint",
         &format!(
-            "The recorded settings replayed: peak reserved {} (the trace: {}); {} of {} \
+            "The recorded settings replayed without a capacity: peak reserved {} (the trace: {}); {} of {} \
              segment events as recorded, in order; {} of {} allocations at the traced \
              address. Replayed in {:.0} ms.",
             format_bytes(v.replayed_peak_reserved_bytes),
@@ -168,6 +168,7 @@ pub fn render(app: &mut App) {
     }
     append(&table, &head);
     let baseline = a.rows.first().map_or(0, |r| r.peak_reserved_bytes);
+    let mut past_oom = false;
     for (i, row) in a.rows.iter().enumerate() {
         let tr = el("tr", "");
         attr(&tr, "data-config", &row.config);
@@ -183,10 +184,22 @@ pub fn render(app: &mut App) {
         );
         attr(&tr, "data-ooms", &row.ooms.to_string());
         append(&tr, &el_text("td", "", &row.config));
-        append(
+        let peak = el_text("td", "num", &format_bytes(row.peak_reserved_bytes));
+        if row.peak_after_first_oom {
+            past_oom = true;
+            append(&peak, &el_text("span", "", " *"));
+            attr(&peak, "title", PAST_OOM);
+        }
+        attr(
             &tr,
-            &el_text("td", "num", &format_bytes(row.peak_reserved_bytes)),
+            "data-past-oom",
+            if row.peak_after_first_oom {
+                "true"
+            } else {
+                "false"
+            },
         );
+        append(&tr, &peak);
         append(
             &tr,
             &el_text("td", "num", &format_bytes(row.cached_at_peak_bytes)),
@@ -209,7 +222,14 @@ pub fn render(app: &mut App) {
         append(&table, &tr);
     }
     append(&body, &table);
+    if past_oom {
+        append(&body, &el_text("p", "hint", &format!("* {PAST_OOM}")));
+    }
 }
+
+/// What a peak after the first OOM means.
+const PAST_OOM: &str = "after the first OOM: the replay went on as if the device had room, \
+                        so this is what the job would have needed";
 
 /// Draws the shown row's curve and first OOM over the memory timeline.
 pub fn place(app: &App) {

@@ -2,7 +2,7 @@
 //! (`memscope_allocator`) under the recorded settings and others, with each row's
 //! predicted reserved curve placed on both timeline axes for the overlay.
 
-use memscope_allocator::{replay, validate, what_if_configs, Config, Replay, ReplayInput};
+use memscope_allocator::{check_recorded, replay, what_if_configs, Config, Replay, ReplayInput};
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::lens::{WhatIfAnswer, WhatIfQuery, WhatIfRow};
 use memscope_render::{Axis, TimelineIndex};
@@ -58,10 +58,7 @@ pub(crate) fn answer(
         }
     }
     let replays: Vec<Replay> = configs.iter().map(|c| replay(input, c)).collect();
-    let validation = match replays.first() {
-        Some(r) => validate(input, r),
-        None => validate(input, &replay(input, &recorded)),
-    };
+    let validation = check_recorded(input, &recorded, replays.first());
     let rows = replays
         .iter()
         .enumerate()
@@ -93,6 +90,7 @@ fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> Wha
     WhatIfRow {
         config,
         peak_reserved_bytes: r.peak_reserved_bytes,
+        peak_after_first_oom: r.peak_after_first_oom(),
         cached_at_peak_bytes: r.cached_at_peak_bytes(),
         ooms: r.ooms,
         first_oom: r.first_oom.clone(),
