@@ -648,6 +648,8 @@ pub struct WhatIfRow {
     pub curve_events_x: Vec<f64>,
     /// …and the bytes from each x on.
     pub curve_bytes: Vec<f64>,
+    /// Time the replay took in the worker, ms.
+    pub replay_ms: f64,
 }
 
 /// The answer to a [`WhatIfQuery`].
@@ -665,6 +667,8 @@ pub struct WhatIfAnswer {
     pub notes: Vec<String>,
     /// A setting that could not be read (then `rows` is empty).
     pub error: Option<String>,
+    /// Time spent preparing the device for replays (once per device; 0 after), ms.
+    pub prepare_ms: f64,
     /// Time spent in the worker, ms.
     pub worker_ms: f64,
 }

@@ -147,6 +147,7 @@ pub fn render(app: &mut App) {
         ),
     );
     attr(&check, "id", "whatif-check");
+    attr(&check, "data-prepare-ms", &format!("{:.1}", a.prepare_ms));
     append(&body, &check);
     for n in &a.notes {
         append(&body, &el_text("p", "hint", n));
@@ -183,6 +184,7 @@ pub fn render(app: &mut App) {
             &row.cached_at_peak_bytes.to_string(),
         );
         attr(&tr, "data-ooms", &row.ooms.to_string());
+        attr(&tr, "data-replay-ms", &format!("{:.1}", row.replay_ms));
         append(&tr, &el_text("td", "", &row.config));
         let peak = el_text("td", "num", &format_bytes(row.peak_reserved_bytes));
         if row.peak_after_first_oom {

@@ -27,9 +27,11 @@ pub(crate) fn answer(
     query: WhatIfQuery,
     started: f64,
 ) -> WhatIfAnswer {
+    let prepare_started = now_ms();
     let input = cache
         .input
         .get_or_insert_with(|| ReplayInput::new(snap, allocs, analysis));
+    let prepare_ms = now_ms() - prepare_started;
     let (mut recorded, notes) = Config::recorded(snap);
     let mut configs = Vec::new();
     let mut error = None;
@@ -57,12 +59,19 @@ pub(crate) fn answer(
             }
         }
     }
-    let replays: Vec<Replay> = configs.iter().map(|c| replay(input, c)).collect();
-    let validation = check_recorded(input, &recorded, replays.first());
+    let replays: Vec<(Replay, f64)> = configs
+        .iter()
+        .map(|c| {
+            let t = now_ms();
+            let r = replay(input, c);
+            (r, now_ms() - t)
+        })
+        .collect();
+    let validation = check_recorded(input, &recorded, replays.first().map(|(r, _)| r));
     let rows = replays
         .iter()
         .enumerate()
-        .map(|(i, r)| row(index, &recorded, i == 0, r))
+        .map(|(i, (r, ms))| row(index, &recorded, i == 0, r, *ms))
         .collect();
     WhatIfAnswer {
         query,
@@ -71,11 +80,18 @@ pub(crate) fn answer(
         validation,
         notes,
         error,
+        prepare_ms,
         worker_ms: now_ms() - started,
     }
 }
 
-fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> WhatIfRow {
+fn row(
+    index: &TimelineIndex,
+    recorded: &Config,
+    first: bool,
+    r: &Replay,
+    replay_ms: f64,
+) -> WhatIfRow {
     let config = if first {
         match r.config.capacity_bytes {
             Some(c) => format!("recorded, capacity {}", format_bytes(c)),
@@ -107,5 +123,6 @@ fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> Wha
             .map(|&m| x(Axis::Events, m))
             .collect(),
         curve_bytes: r.reserved_bytes.iter().map(|&b| b as f64).collect(),
+        replay_ms,
     }
 }
