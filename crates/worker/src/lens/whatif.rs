@@ -6,7 +6,7 @@ use memscope_allocator::{check_recorded, replay, what_if_configs, Config, Replay
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::lens::{WhatIfAnswer, WhatIfQuery, WhatIfRow};
 use memscope_render::{Axis, TimelineIndex};
-use memscope_snapshot::units::format_bytes;
+use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{Allocations, Snapshot};
 
 use crate::now_ms;
@@ -32,7 +32,14 @@ pub(crate) fn answer(
         .input
         .get_or_insert_with(|| ReplayInput::new(snap, allocs, analysis));
     let prepare_ms = now_ms() - prepare_started;
-    let (mut recorded, notes) = Config::recorded(snap);
+    let (mut recorded, mut notes) = Config::recorded(snap);
+    if input.unplaced > 0 {
+        notes.push(format!(
+            "{} allocations live at the first entry lie outside every segment: the replay \
+             does not hold them and skips their frees",
+            format_count(u64::from(input.unplaced))
+        ));
+    }
     let mut configs = Vec::new();
     let mut error = None;
     let capacity = query.capacity.trim();
