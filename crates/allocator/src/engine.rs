@@ -933,6 +933,18 @@ impl<'c> Engine<'c> {
         }
     }
 
+    /// After the state at the first entry is filed: whether it already holds more than
+    /// the capacity (the recorded job reserved more at that point). Then the capacity
+    /// is known to be exceeded and only new growth is refused.
+    pub(crate) fn start_over_capacity(&mut self) -> bool {
+        let over = self
+            .cfg
+            .capacity_bytes
+            .is_some_and(|cap| self.reserved > cap);
+        self.exceeded_capacity |= over;
+        over
+    }
+
     /// The largest free block (cached bytes one request could get at once).
     pub(crate) fn largest_free(&self) -> u64 {
         self.pools

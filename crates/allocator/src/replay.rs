@@ -80,6 +80,8 @@ pub struct Replay {
     pub first_oom: Option<PredictedOom>,
     /// Requests that found no room.
     pub ooms: u64,
+    /// The state at the first entry already reserved more than the capacity.
+    pub start_over_capacity: bool,
     /// The trace's addresses against the replay's.
     pub addresses: AddressChecks,
     /// Frees of allocations the replay does not hold (outside every segment at the
@@ -118,6 +120,7 @@ pub(crate) fn replay_inspected(
     let mut engine = Engine::new(config, input.address_ceiling);
     let mut block_of = vec![NIL; input.size.len()];
     build_initial(&mut engine, input, &mut block_of);
+    let start_over_capacity = engine.start_over_capacity();
 
     let mut requested: u64 = block_of
         .iter()
@@ -139,6 +142,7 @@ pub(crate) fn replay_inspected(
         segment_events: Vec::new(),
         first_oom: None,
         ooms: 0,
+        start_over_capacity,
         addresses: AddressChecks::default(),
         skipped_frees: 0,
     };

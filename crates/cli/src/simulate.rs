@@ -50,6 +50,8 @@ struct Row<'a> {
     segment_events: usize,
     ooms: u64,
     first_oom: &'a Option<memscope_allocator::PredictedOom>,
+    /// The state at the first entry already reserved more than the capacity.
+    start_over_capacity: bool,
     /// The recorded peak of reserved bytes, from the trace.
     recorded_peak_reserved_bytes: u64,
     /// For the recorded configuration: the replay against the trace.
@@ -162,6 +164,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                         segment_events: r.segment_events.len(),
                         ooms: r.ooms,
                         first_oom: &r.first_oom,
+                        start_over_capacity: r.start_over_capacity,
                         recorded_peak_reserved_bytes: input.recorded_peak_reserved_bytes,
                         validation: (i == 0).then_some(&check),
                         notes: &notes,
@@ -188,16 +191,27 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                                 i128::from(r.peak_reserved_bytes) - i128::from(baseline),
                             )
                         },
-                        match &r.first_oom {
-                            Some(o) => format!(
-                                "entry {}: {} with {} cached (×{})",
-                                o.entry,
-                                format_bytes(o.requested_bytes),
-                                format_bytes(o.cached_bytes),
-                                format_count(r.ooms)
-                            ),
-                            None => "none".to_owned(),
-                        },
+                        format!(
+                            "{}{}",
+                            if r.start_over_capacity {
+                                format!(
+                                    "over the capacity at the start ({} reserved); ",
+                                    format_bytes(r.initial_reserved_bytes)
+                                )
+                            } else {
+                                String::new()
+                            },
+                            match &r.first_oom {
+                                Some(o) => format!(
+                                    "entry {}: {} with {} cached (×{})",
+                                    o.entry,
+                                    format_bytes(o.requested_bytes),
+                                    format_bytes(o.cached_bytes),
+                                    format_count(r.ooms)
+                                ),
+                                None => "none".to_owned(),
+                            }
+                        ),
                     ]);
                 }
             }

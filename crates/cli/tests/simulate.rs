@@ -75,7 +75,7 @@ const OOM_TRACE: &str = r#"{"segments": [], "device_traces": [[
  {"action": "alloc", "addr": 139638245163008, "size": 20971520, "stream": 0},
  {"action": "alloc", "addr": 139637976727552, "size": 10485760, "stream": 0}]]}"#;
 
-const ROW_KEYS: [&str; 17] = [
+const ROW_KEYS: [&str; 18] = [
     "file",
     "device",
     "config",
@@ -90,6 +90,7 @@ const ROW_KEYS: [&str; 17] = [
     "segment_events",
     "ooms",
     "first_oom",
+    "start_over_capacity",
     "recorded_peak_reserved_bytes",
     "validation",
     "notes",
@@ -324,4 +325,34 @@ fn a_file_without_traces_replays_nothing() {
             row["recorded_peak_reserved_bytes"]
         );
     }
+}
+
+#[test]
+fn a_start_above_the_capacity_is_said() {
+    // forward-segment-free starts with 59.6 GiB reserved (then an empty_cache).
+    let path = fixtures().join("corpus/real/forward-segment-free.pickle");
+    let run = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--json"),
+        OsStr::new("--capacity"),
+        OsStr::new("8GiB"),
+        path.as_os_str(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for row in run.json_lines() {
+        assert_eq!(row["start_over_capacity"], true, "{row}");
+    }
+    let table = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--capacity"),
+        OsStr::new("8GiB"),
+        path.as_os_str(),
+    ]);
+    assert!(
+        table
+            .stdout
+            .contains("over the capacity at the start (59.6 GiB reserved)"),
+        "{}",
+        table.stdout
+    );
 }

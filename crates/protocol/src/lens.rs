@@ -638,6 +638,10 @@ pub struct WhatIfRow {
     pub ooms: u64,
     /// The first of them.
     pub first_oom: Option<PredictedOom>,
+    /// The state at the first entry already reserved more than the capacity.
+    pub start_over_capacity: bool,
+    /// Reserved bytes at the first entry.
+    pub initial_reserved_bytes: u64,
     /// x of the first OOM on the time axis (µs since the first entry), if any.
     pub first_oom_time_x: Option<f64>,
     /// x of the first OOM on the event axis.

@@ -54,22 +54,31 @@ pub fn on_answer(app: &mut App, answer: Box<WhatIfAnswer>) {
 }
 
 fn oom_text(row: &WhatIfRow) -> String {
-    match &row.first_oom {
-        None => "none".to_owned(),
-        Some(o) => format!(
-            "entry {}: {} asked with {} reserved, {} cached (largest free block {}){}",
-            format_count(u64::from(o.entry)),
-            format_bytes(o.requested_bytes),
-            format_bytes(o.reserved_bytes),
-            format_bytes(o.cached_bytes),
-            format_bytes(o.largest_free_bytes),
-            if row.ooms > 1 {
-                format!("; {} in all", format_count(row.ooms))
-            } else {
-                String::new()
-            }
-        ),
-    }
+    let start = if row.start_over_capacity {
+        format!(
+            "over the capacity at the start ({} reserved); ",
+            format_bytes(row.initial_reserved_bytes)
+        )
+    } else {
+        String::new()
+    };
+    start
+        + &match &row.first_oom {
+            None => "none".to_owned(),
+            Some(o) => format!(
+                "entry {}: {} asked with {} reserved, {} cached (largest free block {}){}",
+                format_count(u64::from(o.entry)),
+                format_bytes(o.requested_bytes),
+                format_bytes(o.reserved_bytes),
+                format_bytes(o.cached_bytes),
+                format_bytes(o.largest_free_bytes),
+                if row.ooms > 1 {
+                    format!("; {} in all", format_count(row.ooms))
+                } else {
+                    String::new()
+                }
+            ),
+        }
 }
 
 /// Fills the what-if section of the settings tab.

@@ -117,6 +117,8 @@ fn row(
         cached_at_peak_bytes: r.cached_at_peak_bytes(),
         ooms: r.ooms,
         first_oom: r.first_oom.clone(),
+        start_over_capacity: r.start_over_capacity,
+        initial_reserved_bytes: r.initial_reserved_bytes,
         first_oom_time_x: oom_moment.map(|m| x(Axis::Time, m)),
         first_oom_events_x: oom_moment.map(|m| x(Axis::Events, m)),
         curve_time_x: r
