@@ -53,6 +53,7 @@ const rows = (page) => page.$$eval('#whatif-table tr[data-config]', (rs) => rs.m
   peak: Number(r.dataset.peakReservedBytes),
   cached: Number(r.dataset.cachedBytes),
   ooms: Number(r.dataset.ooms),
+  pastOom: r.dataset.pastOom === 'true',
 })));
 
 test('the what-if table replays the recorded settings exactly and others as the CLI does; a row draws its curve and OOM', async () => {
@@ -93,8 +94,13 @@ test('the what-if table replays the recorded settings exactly and others as the 
     await page.waitForFunction(() => document.querySelector('#whatif-table tr[data-config]')?.dataset.config.includes('capacity'), null, { timeout: 30000 });
     const capped = await rows(page);
     const cliCapped = simulate(['--capacity', '40GiB', '--set', 'expandable_segments:True']);
-    assert.deepEqual(capped.map((r) => [r.config, r.peak, r.ooms]), cliCapped.map((r) => [r.config, r.peak_reserved_bytes, r.ooms]));
+    assert.deepEqual(
+      capped.map((r) => [r.config, r.peak, r.ooms, r.pastOom]),
+      cliCapped.map((r) => [r.config, r.peak_reserved_bytes, r.ooms, r.peak_after_first_oom]),
+    );
     assert.ok(capped[0].ooms > 0);
+    // The check against the trace is the recorded settings without the capacity.
+    assert.match(await page.$eval('#whatif-check', (e) => e.textContent), /without a capacity.*494 of 494 segment events/);
     await page.click('#whatif-table button[data-whatif-row="0"]');
     const mark = await page.waitForSelector('#whatif-oom:not([hidden])');
     assert.equal(Number(await mark.getAttribute('data-entry')), cliCapped[0].first_oom.entry);

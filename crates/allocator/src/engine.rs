@@ -26,7 +26,7 @@ pub(crate) const LARGE_BUFFER: u64 = 20 << 20;
 pub(crate) const ROUND_LARGE: u64 = 2 << 20;
 /// Address space reserved for an expandable segment without a capacity (PyTorch
 /// reserves 1.125 × the device's memory; the replay only needs room to grow).
-const DEFAULT_EXPANDABLE_VA: u64 = 1 << 40;
+pub(crate) const DEFAULT_EXPANDABLE_VA: u64 = 1 << 40;
 
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -931,6 +931,18 @@ impl<'c> Engine<'c> {
                 self.release_block(id);
             }
         }
+    }
+
+    /// After the state at the first entry is filed: whether it already holds more than
+    /// the capacity (the recorded job reserved more at that point). Then the capacity
+    /// is known to be exceeded and only new growth is refused.
+    pub(crate) fn start_over_capacity(&mut self) -> bool {
+        let over = self
+            .cfg
+            .capacity_bytes
+            .is_some_and(|cap| self.reserved > cap);
+        self.exceeded_capacity |= over;
+        over
     }
 
     /// The largest free block (cached bytes one request could get at once).

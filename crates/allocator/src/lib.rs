@@ -39,7 +39,8 @@
 //!   `unmap_block`): one address range per pool and stream; a request maps the pages
 //!   (2 MiB small, 20 MiB large) it needs after the free space before the lowest
 //!   unmapped range with room (`segment_map`); releasing unmaps whole free pages
-//!   (`segment_unmap`).
+//!   (`segment_unmap`). Private pools use them too, as PyTorch does since ≈2.5 (before,
+//!   they always took cudaMalloc segments).
 //! - **Frees** take effect at `free_completed` (the allocation lifetimes of
 //!   `memscope-snapshot`'s `Allocations`), not at `free_requested`.
 //! - **`empty_cache`** (`release_cached_blocks`): the trace shows it as a run of
@@ -115,6 +116,24 @@ impl ReplayInput {
         let allocs = Allocations::replay(snap, device);
         let analysis = DeviceAnalysis::new(snap, &allocs);
         ReplayInput::new(snap, &allocs, &analysis)
+    }
+}
+
+/// The replay of the recorded settings against the trace, without a capacity (the
+/// trace's device had its own): `replayed` when it is that replay already, else a new
+/// one.
+pub fn check_recorded(
+    input: &ReplayInput,
+    recorded: &Config,
+    replayed: Option<&Replay>,
+) -> Validation {
+    let config = Config {
+        capacity_bytes: None,
+        ..recorded.clone()
+    };
+    match replayed {
+        Some(r) if r.config == config => validate(input, r),
+        _ => validate(input, &replay(input, &config)),
     }
 }
 

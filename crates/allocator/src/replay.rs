@@ -8,7 +8,7 @@ use memscope_snapshot::NONE;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::engine::{Engine, LARGE_BUFFER, NIL, SMALL_BUFFER, SMALL_SIZE};
+use crate::engine::{Engine, DEFAULT_EXPANDABLE_VA, LARGE_BUFFER, NIL, SMALL_BUFFER, SMALL_SIZE};
 use crate::input::{InitialSegment, OpKind, ReplayInput, SegmentEvent};
 
 /// A request the device could not serve under the configuration's capacity.
@@ -80,6 +80,8 @@ pub struct Replay {
     pub first_oom: Option<PredictedOom>,
     /// Requests that found no room.
     pub ooms: u64,
+    /// The state at the first entry already reserved more than the capacity.
+    pub start_over_capacity: bool,
     /// The trace's addresses against the replay's.
     pub addresses: AddressChecks,
     /// Frees of allocations the replay does not hold (outside every segment at the
@@ -88,6 +90,14 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Whether the peak comes after the first OOM: the replay went on as if the device
+    /// had room, so the peak is what the job would have needed, beyond the capacity.
+    pub fn peak_after_first_oom(&self) -> bool {
+        self.first_oom
+            .as_ref()
+            .is_some_and(|o| self.peak_moment > o.entry)
+    }
+
     /// Reserved minus allocated bytes at the peak: the cached memory then.
     pub fn cached_at_peak_bytes(&self) -> u64 {
         self.peak_reserved_bytes
@@ -110,6 +120,7 @@ pub(crate) fn replay_inspected(
     let mut engine = Engine::new(config, input.address_ceiling);
     let mut block_of = vec![NIL; input.size.len()];
     build_initial(&mut engine, input, &mut block_of);
+    let start_over_capacity = engine.start_over_capacity();
 
     let mut requested: u64 = block_of
         .iter()
@@ -131,6 +142,7 @@ pub(crate) fn replay_inspected(
         segment_events: Vec::new(),
         first_oom: None,
         ooms: 0,
+        start_over_capacity,
         addresses: AddressChecks::default(),
         skipped_frees: 0,
     };
@@ -262,7 +274,7 @@ fn build_initial(engine: &mut Engine<'_>, input: &ReplayInput, block_of: &mut [u
             .min()
             .unwrap_or(u64::MAX);
         let end = base
-            .saturating_add(EXPANDABLE_VA)
+            .saturating_add(DEFAULT_EXPANDABLE_VA)
             .min(next_other)
             .max(last_end);
         let seg = engine.add_expandable(base, end - base, page);
@@ -275,9 +287,6 @@ fn build_initial(engine: &mut Engine<'_>, input: &ReplayInput, block_of: &mut [u
         engine.link_expandable(seg, pool, stream, end, &chains);
     }
 }
-
-/// Room an expandable segment of the file may grow into.
-const EXPANDABLE_VA: u64 = 1 << 40;
 
 fn cells(s: &InitialSegment) -> Vec<(u64, u64, bool)> {
     s.blocks

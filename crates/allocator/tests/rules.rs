@@ -421,3 +421,40 @@ fn private_pools_keep_their_blocks_and_segments() {
     );
     assert_eq!(r.final_reserved_bytes, 0);
 }
+
+#[test]
+fn with_max_split_size_a_failed_cudamalloc_frees_oversize_blocks_largest_first() {
+    // max_split_size 20 MiB, capacity 100 MiB. 30 and 40 MiB segments, both freed
+    // (cached, both oversize). 50 MiB: no cached block fits, 70 + 50 > 100, so
+    // release_available_cached_blocks frees oversize blocks from the largest down until
+    // 50 MiB are freed: 40 then 30; then the 50 MiB segment fits.
+    let entries: &[E] = &[
+        ("alloc", BASE, 30 * MIB, 0),
+        ("alloc", BASE + 0x1000_0000, 40 * MIB, 0),
+        ("free_completed", BASE, 30 * MIB, 0),
+        ("free_completed", BASE + 0x1000_0000, 40 * MIB, 0),
+        ("alloc", BASE + 0x2000_0000, 50 * MIB, 0),
+    ];
+    let (_, r) = run(entries, "max_split_size_mb:20,capacity:100MiB");
+    assert_eq!(
+        kinds(&r),
+        vec![
+            (SegmentKind::SegmentAlloc, 30 * MIB),
+            (SegmentKind::SegmentAlloc, 40 * MIB),
+            (SegmentKind::SegmentFree, 40 * MIB),
+            (SegmentKind::SegmentFree, 30 * MIB),
+            (SegmentKind::SegmentAlloc, 50 * MIB),
+        ]
+    );
+    assert!(r.first_oom.is_none());
+    // Without max_split_size it is release_cached_blocks: every cached segment, in
+    // (stream, size, address) order — 30 then 40.
+    let (_, plain) = run(entries, "capacity:100MiB");
+    assert_eq!(
+        kinds(&plain)[2..4],
+        [
+            (SegmentKind::SegmentFree, 30 * MIB),
+            (SegmentKind::SegmentFree, 40 * MIB)
+        ]
+    );
+}

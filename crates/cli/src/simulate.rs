@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use memscope_allocator::{
-    replay, validate, what_if_configs, Config, Replay, ReplayInput, Validation,
+    check_recorded, replay, what_if_configs, Config, Replay, ReplayInput, Validation,
 };
 use memscope_snapshot::base_name;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
@@ -38,6 +38,8 @@ struct Row<'a> {
     config: String,
     settings: &'a Config,
     peak_reserved_bytes: u64,
+    /// The peak comes after the first OOM (the replay went on as if there were room).
+    peak_after_first_oom: bool,
     /// Reserved minus allocated (block) bytes at the peak: cached memory then.
     cached_at_peak_bytes: u64,
     allocated_at_peak_bytes: u64,
@@ -48,6 +50,8 @@ struct Row<'a> {
     segment_events: usize,
     ooms: u64,
     first_oom: &'a Option<memscope_allocator::PredictedOom>,
+    /// The state at the first entry already reserved more than the capacity.
+    start_over_capacity: bool,
     /// The recorded peak of reserved bytes, from the trace.
     recorded_peak_reserved_bytes: u64,
     /// For the recorded configuration: the replay against the trace.
@@ -78,6 +82,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
     }
 
     let mut all_ok = true;
+    let mut past_oom = false;
     let mut table: Vec<Vec<String>> = Vec::new();
     let mut notes_out: Vec<(String, String)> = Vec::new();
     for path in files {
@@ -132,7 +137,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                 ));
             }
             let replays: Vec<Replay> = configs.iter().map(|c| replay(&input, c)).collect();
-            let check = validate(&input, &replays[0]);
+            let check = check_recorded(&input, &recorded, replays.first());
             for (i, r) in replays.iter().enumerate() {
                 let label = r.config.describe_against(&recorded);
                 let label = if i == 0 {
@@ -150,6 +155,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                         config: label,
                         settings: &r.config,
                         peak_reserved_bytes: r.peak_reserved_bytes,
+                        peak_after_first_oom: r.peak_after_first_oom(),
                         cached_at_peak_bytes: r.cached_at_peak_bytes(),
                         allocated_at_peak_bytes: r.allocated_at_peak_bytes,
                         requested_at_peak_bytes: r.requested_at_peak_bytes,
@@ -158,6 +164,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                         segment_events: r.segment_events.len(),
                         ooms: r.ooms,
                         first_oom: &r.first_oom,
+                        start_over_capacity: r.start_over_capacity,
                         recorded_peak_reserved_bytes: input.recorded_peak_reserved_bytes,
                         validation: (i == 0).then_some(&check),
                         notes: &notes,
@@ -170,7 +177,12 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                         base.clone(),
                         device.to_string(),
                         label,
-                        format_bytes(r.peak_reserved_bytes),
+                        if r.peak_after_first_oom() {
+                            past_oom = true;
+                            format!("{} *", format_bytes(r.peak_reserved_bytes))
+                        } else {
+                            format_bytes(r.peak_reserved_bytes)
+                        },
                         format_bytes(r.cached_at_peak_bytes()),
                         if i == 0 {
                             "-".to_owned()
@@ -179,16 +191,27 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                                 i128::from(r.peak_reserved_bytes) - i128::from(baseline),
                             )
                         },
-                        match &r.first_oom {
-                            Some(o) => format!(
-                                "entry {}: {} with {} cached (×{})",
-                                o.entry,
-                                format_bytes(o.requested_bytes),
-                                format_bytes(o.cached_bytes),
-                                format_count(r.ooms)
-                            ),
-                            None => "none".to_owned(),
-                        },
+                        format!(
+                            "{}{}",
+                            if r.start_over_capacity {
+                                format!(
+                                    "over the capacity at the start ({} reserved); ",
+                                    format_bytes(r.initial_reserved_bytes)
+                                )
+                            } else {
+                                String::new()
+                            },
+                            match &r.first_oom {
+                                Some(o) => format!(
+                                    "entry {}: {} with {} cached (×{})",
+                                    o.entry,
+                                    format_bytes(o.requested_bytes),
+                                    format_bytes(o.cached_bytes),
+                                    format_count(r.ooms)
+                                ),
+                                None => "none".to_owned(),
+                            }
+                        ),
                     ]);
                 }
             }
@@ -211,6 +234,12 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
             ],
             &table,
         )?;
+        if past_oom {
+            writeln!(
+                out,
+                "* after the first OOM: the replay went on as if the device had room, so this is what the job would have needed"
+            )?;
+        }
         for (file, note) in notes_out {
             writeln!(out, "{file}: {note}")?;
         }

@@ -75,12 +75,13 @@ const OOM_TRACE: &str = r#"{"segments": [], "device_traces": [[
  {"action": "alloc", "addr": 139638245163008, "size": 20971520, "stream": 0},
  {"action": "alloc", "addr": 139637976727552, "size": 10485760, "stream": 0}]]}"#;
 
-const ROW_KEYS: [&str; 16] = [
+const ROW_KEYS: [&str; 18] = [
     "file",
     "device",
     "config",
     "settings",
     "peak_reserved_bytes",
+    "peak_after_first_oom",
     "cached_at_peak_bytes",
     "allocated_at_peak_bytes",
     "requested_at_peak_bytes",
@@ -89,6 +90,7 @@ const ROW_KEYS: [&str; 16] = [
     "segment_events",
     "ooms",
     "first_oom",
+    "start_over_capacity",
     "recorded_peak_reserved_bytes",
     "validation",
     "notes",
@@ -216,6 +218,14 @@ fn capacity_and_settings_give_the_first_oom() {
     assert_eq!(oom["cached_bytes"], 0);
     assert_eq!(rows[0]["ooms"], 1);
     assert_eq!(rows[0]["settings"]["capacity_bytes"], 40 * MIB);
+    // The 10 MiB request went past the capacity: 46 MiB, the peak, came after the OOM.
+    assert_eq!(rows[0]["peak_reserved_bytes"], 46 * MIB);
+    assert_eq!(rows[0]["peak_after_first_oom"], true);
+    // The check against the trace replays the recorded settings without the capacity.
+    assert_eq!(
+        rows[0]["validation"]["replayed_peak_reserved_bytes"],
+        52 * MIB
+    );
     // Unlimited: 16 + 16 + 20 MiB, no OOM.
     assert!(rows[1]["first_oom"].is_null());
     assert_eq!(rows[1]["peak_reserved_bytes"], 52 * MIB);
@@ -315,4 +325,34 @@ fn a_file_without_traces_replays_nothing() {
             row["recorded_peak_reserved_bytes"]
         );
     }
+}
+
+#[test]
+fn a_start_above_the_capacity_is_said() {
+    // forward-segment-free starts with 59.6 GiB reserved (then an empty_cache).
+    let path = fixtures().join("corpus/real/forward-segment-free.pickle");
+    let run = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--json"),
+        OsStr::new("--capacity"),
+        OsStr::new("8GiB"),
+        path.as_os_str(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for row in run.json_lines() {
+        assert_eq!(row["start_over_capacity"], true, "{row}");
+    }
+    let table = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--capacity"),
+        OsStr::new("8GiB"),
+        path.as_os_str(),
+    ]);
+    assert!(
+        table
+            .stdout
+            .contains("over the capacity at the start (59.6 GiB reserved)"),
+        "{}",
+        table.stdout
+    );
 }

@@ -630,12 +630,18 @@ pub struct WhatIfRow {
     pub config: String,
     /// The peak of reserved bytes.
     pub peak_reserved_bytes: u64,
+    /// The peak comes after the first OOM (the replay went on as if there were room).
+    pub peak_after_first_oom: bool,
     /// Reserved minus allocated bytes at the peak.
     pub cached_at_peak_bytes: u64,
     /// Requests that found no room.
     pub ooms: u64,
     /// The first of them.
     pub first_oom: Option<PredictedOom>,
+    /// The state at the first entry already reserved more than the capacity.
+    pub start_over_capacity: bool,
+    /// Reserved bytes at the first entry.
+    pub initial_reserved_bytes: u64,
     /// x of the first OOM on the time axis (µs since the first entry), if any.
     pub first_oom_time_x: Option<f64>,
     /// x of the first OOM on the event axis.
@@ -646,6 +652,8 @@ pub struct WhatIfRow {
     pub curve_events_x: Vec<f64>,
     /// …and the bytes from each x on.
     pub curve_bytes: Vec<f64>,
+    /// Time the replay took in the worker, ms.
+    pub replay_ms: f64,
 }
 
 /// The answer to a [`WhatIfQuery`].
@@ -663,6 +671,8 @@ pub struct WhatIfAnswer {
     pub notes: Vec<String>,
     /// A setting that could not be read (then `rows` is empty).
     pub error: Option<String>,
+    /// Time spent preparing the device for replays (once per device; 0 after), ms.
+    pub prepare_ms: f64,
     /// Time spent in the worker, ms.
     pub worker_ms: f64,
 }

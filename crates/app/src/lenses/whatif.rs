@@ -54,22 +54,31 @@ pub fn on_answer(app: &mut App, answer: Box<WhatIfAnswer>) {
 }
 
 fn oom_text(row: &WhatIfRow) -> String {
-    match &row.first_oom {
-        None => "none".to_owned(),
-        Some(o) => format!(
-            "entry {}: {} asked with {} reserved, {} cached (largest free block {}){}",
-            format_count(u64::from(o.entry)),
-            format_bytes(o.requested_bytes),
-            format_bytes(o.reserved_bytes),
-            format_bytes(o.cached_bytes),
-            format_bytes(o.largest_free_bytes),
-            if row.ooms > 1 {
-                format!("; {} in all", format_count(row.ooms))
-            } else {
-                String::new()
-            }
-        ),
-    }
+    let start = if row.start_over_capacity {
+        format!(
+            "over the capacity at the start ({} reserved); ",
+            format_bytes(row.initial_reserved_bytes)
+        )
+    } else {
+        String::new()
+    };
+    start
+        + &match &row.first_oom {
+            None => "none".to_owned(),
+            Some(o) => format!(
+                "entry {}: {} asked with {} reserved, {} cached (largest free block {}){}",
+                format_count(u64::from(o.entry)),
+                format_bytes(o.requested_bytes),
+                format_bytes(o.reserved_bytes),
+                format_bytes(o.cached_bytes),
+                format_bytes(o.largest_free_bytes),
+                if row.ooms > 1 {
+                    format!("; {} in all", format_count(row.ooms))
+                } else {
+                    String::new()
+                }
+            ),
+        }
 }
 
 /// Fills the what-if section of the settings tab.
@@ -134,7 +143,7 @@ pub fn render(app: &mut App) {
         "p",
         "hint",
         &format!(
-            "The recorded settings replayed: peak reserved {} (the trace: {}); {} of {} \
+            "The recorded settings replayed without a capacity: peak reserved {} (the trace: {}); {} of {} \
              segment events as recorded, in order; {} of {} allocations at the traced \
              address. Replayed in {:.0} ms.",
             format_bytes(v.replayed_peak_reserved_bytes),
@@ -147,6 +156,7 @@ pub fn render(app: &mut App) {
         ),
     );
     attr(&check, "id", "whatif-check");
+    attr(&check, "data-prepare-ms", &format!("{:.1}", a.prepare_ms));
     append(&body, &check);
     for n in &a.notes {
         append(&body, &el_text("p", "hint", n));
@@ -168,6 +178,7 @@ pub fn render(app: &mut App) {
     }
     append(&table, &head);
     let baseline = a.rows.first().map_or(0, |r| r.peak_reserved_bytes);
+    let mut past_oom = false;
     for (i, row) in a.rows.iter().enumerate() {
         let tr = el("tr", "");
         attr(&tr, "data-config", &row.config);
@@ -182,11 +193,24 @@ pub fn render(app: &mut App) {
             &row.cached_at_peak_bytes.to_string(),
         );
         attr(&tr, "data-ooms", &row.ooms.to_string());
+        attr(&tr, "data-replay-ms", &format!("{:.1}", row.replay_ms));
         append(&tr, &el_text("td", "", &row.config));
-        append(
+        let peak = el_text("td", "num", &format_bytes(row.peak_reserved_bytes));
+        if row.peak_after_first_oom {
+            past_oom = true;
+            append(&peak, &el_text("span", "", " *"));
+            attr(&peak, "title", PAST_OOM);
+        }
+        attr(
             &tr,
-            &el_text("td", "num", &format_bytes(row.peak_reserved_bytes)),
+            "data-past-oom",
+            if row.peak_after_first_oom {
+                "true"
+            } else {
+                "false"
+            },
         );
+        append(&tr, &peak);
         append(
             &tr,
             &el_text("td", "num", &format_bytes(row.cached_at_peak_bytes)),
@@ -209,7 +233,14 @@ pub fn render(app: &mut App) {
         append(&table, &tr);
     }
     append(&body, &table);
+    if past_oom {
+        append(&body, &el_text("p", "hint", &format!("* {PAST_OOM}")));
+    }
 }
+
+/// What a peak after the first OOM means.
+const PAST_OOM: &str = "after the first OOM: the replay went on as if the device had room, \
+                        so this is what the job would have needed";
 
 /// Draws the shown row's curve and first OOM over the memory timeline.
 pub fn place(app: &App) {

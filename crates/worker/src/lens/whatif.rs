@@ -2,11 +2,11 @@
 //! (`memscope_allocator`) under the recorded settings and others, with each row's
 //! predicted reserved curve placed on both timeline axes for the overlay.
 
-use memscope_allocator::{replay, validate, what_if_configs, Config, Replay, ReplayInput};
+use memscope_allocator::{check_recorded, replay, what_if_configs, Config, Replay, ReplayInput};
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::lens::{WhatIfAnswer, WhatIfQuery, WhatIfRow};
 use memscope_render::{Axis, TimelineIndex};
-use memscope_snapshot::units::format_bytes;
+use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{Allocations, Snapshot};
 
 use crate::now_ms;
@@ -27,10 +27,19 @@ pub(crate) fn answer(
     query: WhatIfQuery,
     started: f64,
 ) -> WhatIfAnswer {
+    let prepare_started = now_ms();
     let input = cache
         .input
         .get_or_insert_with(|| ReplayInput::new(snap, allocs, analysis));
-    let (mut recorded, notes) = Config::recorded(snap);
+    let prepare_ms = now_ms() - prepare_started;
+    let (mut recorded, mut notes) = Config::recorded(snap);
+    if input.unplaced > 0 {
+        notes.push(format!(
+            "{} allocations live at the first entry lie outside every segment: the replay \
+             does not hold them and skips their frees",
+            format_count(u64::from(input.unplaced))
+        ));
+    }
     let mut configs = Vec::new();
     let mut error = None;
     let capacity = query.capacity.trim();
@@ -57,15 +66,19 @@ pub(crate) fn answer(
             }
         }
     }
-    let replays: Vec<Replay> = configs.iter().map(|c| replay(input, c)).collect();
-    let validation = match replays.first() {
-        Some(r) => validate(input, r),
-        None => validate(input, &replay(input, &recorded)),
-    };
+    let replays: Vec<(Replay, f64)> = configs
+        .iter()
+        .map(|c| {
+            let t = now_ms();
+            let r = replay(input, c);
+            (r, now_ms() - t)
+        })
+        .collect();
+    let validation = check_recorded(input, &recorded, replays.first().map(|(r, _)| r));
     let rows = replays
         .iter()
         .enumerate()
-        .map(|(i, r)| row(index, &recorded, i == 0, r))
+        .map(|(i, (r, ms))| row(index, &recorded, i == 0, r, *ms))
         .collect();
     WhatIfAnswer {
         query,
@@ -74,11 +87,18 @@ pub(crate) fn answer(
         validation,
         notes,
         error,
+        prepare_ms,
         worker_ms: now_ms() - started,
     }
 }
 
-fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> WhatIfRow {
+fn row(
+    index: &TimelineIndex,
+    recorded: &Config,
+    first: bool,
+    r: &Replay,
+    replay_ms: f64,
+) -> WhatIfRow {
     let config = if first {
         match r.config.capacity_bytes {
             Some(c) => format!("recorded, capacity {}", format_bytes(c)),
@@ -93,9 +113,12 @@ fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> Wha
     WhatIfRow {
         config,
         peak_reserved_bytes: r.peak_reserved_bytes,
+        peak_after_first_oom: r.peak_after_first_oom(),
         cached_at_peak_bytes: r.cached_at_peak_bytes(),
         ooms: r.ooms,
         first_oom: r.first_oom.clone(),
+        start_over_capacity: r.start_over_capacity,
+        initial_reserved_bytes: r.initial_reserved_bytes,
         first_oom_time_x: oom_moment.map(|m| x(Axis::Time, m)),
         first_oom_events_x: oom_moment.map(|m| x(Axis::Events, m)),
         curve_time_x: r
@@ -109,5 +132,6 @@ fn row(index: &TimelineIndex, recorded: &Config, first: bool, r: &Replay) -> Wha
             .map(|&m| x(Axis::Events, m))
             .collect(),
         curve_bytes: r.reserved_bytes.iter().map(|&b| b as f64).collect(),
+        replay_ms,
     }
 }
