@@ -111,7 +111,7 @@ fn a_clean_set_has_no_anomaly_and_no_outlier() {
 }
 
 #[test]
-fn a_leak_is_found_from_allocation_cycles_without_annotations() {
+fn a_leak_is_found_from_the_allocation_sequence_without_annotations() {
     let set = Set::new(
         "leak-cycles",
         &["--ranks", "4", "--iterations", "4", "--leak-rank", "1"],
@@ -133,9 +133,13 @@ fn a_leak_is_found_from_allocation_cycles_without_annotations() {
     let Evidence::Leak(ev) = &a.evidence else {
         panic!("leak evidence expected")
     };
-    // No ProfilerStep marks: the iterations come from the allocated-bytes cycles, one
-    // window per generated iteration, each leaving one allocation behind.
-    assert_eq!(ev.iterations, IterationSource::AllocatedCycles);
+    // No ProfilerStep marks: the iterations come from the repeated (call site, size)
+    // sequence, one window per generated iteration, each leaving one allocation behind.
+    assert_eq!(
+        ev.iterations,
+        IterationSource::AllocationSequence,
+        "{ev:#?}"
+    );
     let per_iteration = leak["bytes_per_iteration"].as_u64().unwrap();
     let retained: Vec<u64> = ev.windows.iter().map(|w| w.retained_bytes).collect();
     assert_eq!(retained, [per_iteration; 4]);
