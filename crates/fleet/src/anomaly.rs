@@ -35,7 +35,8 @@
 //! state created by the first step, a cache filled on first use, growth that plateaus —
 //! is retained in the first iteration or a few and then no more, so it falls below ¾;
 //! memory freed later (gradients kept until the next `zero_grad`, a buffer held two
-//! steps) is retained only at the end, in the uncounted last iteration or one before it.
+//! steps) is retained only at the end, and its site frees, in a later iteration, at
+//! least as many of its allocations as it retains — such a site is no suspect.
 //! A leak that starts mid-run counts from its first iteration. The rate is the retained
 //! bytes over the iterations counted from the first leaking one, and the evidence lists
 //! every iteration with its boundary (entry offset and clock). 1 MiB keeps tiny
@@ -72,7 +73,8 @@
 //!   beyond the most it ever held at once, because requests found no usable block; the
 //!   state shown is the one just before the segment that made the peak, with the request
 //!   it was made for (the first `alloc` that fits in the next
-//!   `fragmentation_lookahead` = 8 entries). Rounding and the small pool keep the excess
+//!   `fragmentation_lookahead` = 8 entries); when a free block could have served that
+//!   request, the segment was not made for want of one and nothing is reported. Rounding and the small pool keep the excess
 //!   of the real traces of the corpus far below this, and a uniform healthy job never
 //!   reaches it.
 //!
@@ -601,6 +603,18 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             .or_default()
             .push((w, i as u32));
     }
+    // Per site: allocations freed in a later iteration than the one that made them.
+    let mut carried_and_freed: FxHashMap<u32, u64> = FxHashMap::default();
+    for i in 0..a.len() {
+        if a.alloc_event[i] == NONE || a.free_event[i] == NONE {
+            continue;
+        }
+        let made = it.window_of(model.timeline.offset_of(a.alloc_event[i]));
+        let freed = it.window_of(model.timeline.offset_of(a.free_event[i]));
+        if freed > made {
+            *carried_and_freed.entry(model.alloc_site[i]).or_default() += 1;
+        }
+    }
     let mut sites: Vec<(u32, Vec<(usize, u32)>)> = retained.into_iter().collect();
     sites.sort_unstable_by_key(|s| s.0);
     for (site, allocs) in sites {
@@ -624,6 +638,13 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             || (with as f64) < th.leak_min_share_since_first * since.len() as f64
             || bytes < th.leak_min_bytes
         {
+            continue;
+        }
+        // Memory freed later: a site whose allocations outlive their iteration and are
+        // then freed (a buffer kept for a few steps, gradients until `zero_grad`) holds
+        // its last ones at the end of the trace without leaking them.
+        let retained_count = since.clone().map(|w| per_window[w].1).sum::<u64>();
+        if carried_and_freed.get(&site).copied().unwrap_or(0) >= retained_count {
             continue;
         }
         // Live bytes of the site after each window (all its allocations, not only the
@@ -966,6 +987,12 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
                 stream: stream_of(i),
             },
         };
+        // A free block that could have served the request existed: the segment was not
+        // made for want of one (a trace that disagrees with the rule, or the allocator's
+        // own limits), so the excess is no fragmentation.
+        if free_by_pool(&analysis.state_at(k as u32), request).1 {
+            return;
+        }
         let ev = evidence(FragmentationTrigger::PeakReserved, k, request, None, excess);
         out.push(Anomaly {
             key: key(AnomalyKind::Fragmentation, &model.id, "peak-reserved"),

@@ -10,22 +10,27 @@
 //! 2. **The repeated allocation sequence.** A training step with the same shapes makes
 //!    the same allocations in the same order every time: the sequence of `(call site,
 //!    size rounded to 512 B)` of its `alloc` entries repeats with the step's period.
-//!    Candidate periods are the distances between consecutive uses of one token (a
-//!    token made once per step recurs after exactly one period); a candidate's *match*
+//!    Only allocations freed in the trace are read: what is never freed — a leak, state
+//!    made once — would shift the sequence from where it starts.
+//!    Candidate periods are the most frequent distances between a use of a token and
+//!    its earlier uses (every token of a step recurs after exactly one period, also
+//!    those a step makes once per layer); a candidate's *match*
 //!    is the share of positions `i` whose token equals the one `period` later. The
 //!    period is the candidate with the best match (the smallest one within
 //!    [`MATCH_TIE`] of it that divides it, so two steps are not taken for one), when
-//!    that match is at least [`MIN_MATCH`], the trace holds at least [`MIN_PERIODS`]
-//!    periods, and the windows *return*: in most of them the allocated bytes at the
-//!    window's end are at most [`MAX_KEPT_SHARE`] of its rise above its start. The last
-//!    rule is what keeps a single forward pass from passing for iterations: its layers
-//!    repeat the same allocations, but each layer keeps its activations for the
-//!    backward pass, so memory only climbs, while a training step gives back what its
-//!    forward pass took. Boundaries are put where the allocated bytes are lowest (the
+//!    that match is at least [`MIN_MATCH`], the period is at least
+//!    [`MIN_PERIOD_ALLOCATIONS`], the trace holds at least [`MIN_PERIODS`] periods, and
+//!    the windows *return*: in most of them the allocated bytes at the window's end
+//!    differ from its start by at most [`MAX_KEPT_SHARE`] of its rise, or at most
+//!    [`MAX_KEPT_COUNT_SHARE`] of the allocations it made are still live at its end.
+//!    The last rule is what keeps a single pass from passing for iterations: its layers
+//!    repeat the same allocations, but in a forward pass each layer keeps most of what
+//!    it makes (activations saved for the backward pass) and in a backward pass frees
+//!    more than it makes, while a training step gives back what its forward pass took. Boundaries are put where the allocated bytes are lowest (the
 //!    floor between two steps), and re-synchronised on the boundary's token near each
 //!    expected position, so a step with a few extra allocations (optimizer state made
-//!    by the first one) does not shift the rest. Sizes vary between steps with dynamic
-//!    shapes: when `(site, size)` finds nothing, the sequence of sites alone is tried.
+//!    by the first one) does not shift the rest. Steps whose sizes change (dynamic
+//!    shapes) do not repeat and need `ProfilerStep` annotations.
 //! 3. **Nothing**: [`IterationSource::NotFound`], one window, and the reason. Windows
 //!    that are not iterations are never made up (four equal windows of a single
 //!    forward pass are not four iterations).
@@ -44,11 +49,17 @@ pub const MIN_PERIODS: usize = 2;
 /// Share of positions whose token recurs one period later, at least.
 pub const MIN_MATCH: f64 = 0.6;
 /// A smaller period dividing the best one is preferred within this much match.
-pub const MATCH_TIE: f64 = 0.02;
+pub const MATCH_TIE: f64 = 0.01;
+/// The fewest allocations a training step makes (one per operator at least).
+pub const MIN_PERIOD_ALLOCATIONS: usize = 8;
 /// Largest share of a window's rise still held at its end, in most windows.
 pub const MAX_KEPT_SHARE: f64 = 0.5;
+/// Or: largest share of a window's allocations still live at its end.
+pub const MAX_KEPT_COUNT_SHARE: f64 = 0.25;
 /// Candidate periods tried (the most frequent distances between repeated tokens).
 const MAX_CANDIDATES: usize = 48;
+/// Earlier uses of a token whose distance is a candidate period.
+const LOOK_BACK: usize = 64;
 
 /// Where the iteration boundaries came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,8 +69,6 @@ pub enum IterationSource {
     ProfilerSteps,
     /// The repeated sequence of `(call site, size)` allocations.
     AllocationSequence,
-    /// The repeated sequence of call sites (sizes differ between steps).
-    SiteSequence,
     /// No iterations: one window, the whole trace.
     NotFound,
 }
@@ -70,7 +79,6 @@ impl IterationSource {
         match self {
             IterationSource::ProfilerSteps => "ProfilerStep annotations",
             IterationSource::AllocationSequence => "the repeated (call site, size) allocations",
-            IterationSource::SiteSequence => "the repeated call sites of allocations",
             IterationSource::NotFound => "no iterations found",
         }
     }
@@ -133,13 +141,11 @@ impl Iterations {
         first..self.count().saturating_sub(1).max(first)
     }
 
-    /// The source as in JSON: `profiler_steps`, `allocation_sequence`, `site_sequence`,
-    /// `not_found`.
+    /// The source as in JSON: `profiler_steps`, `allocation_sequence`, `not_found`.
     pub fn source_name(&self) -> &'static str {
         match self.source {
             IterationSource::ProfilerSteps => "profiler_steps",
             IterationSource::AllocationSequence => "allocation_sequence",
-            IterationSource::SiteSequence => "site_sequence",
             IterationSource::NotFound => "not_found",
         }
     }
@@ -193,22 +199,33 @@ pub fn detect(
         return it;
     }
     let n = timeline.len();
-    let mut seq: Vec<(u32, u32, u64)> = (0..allocs.len())
+    // (alloc offset, site, size in 512 B units, free offset or u32::MAX).
+    let mut seq: Vec<(u32, u32, u64, u32)> = (0..allocs.len())
         .filter(|&i| allocs.alloc_event[i] != NONE)
         .map(|i| {
             let offset = timeline.offset_of(allocs.alloc_event[i]) as u32;
-            (offset, sites[i], allocs.size[i].div_ceil(512))
+            let end = match allocs.free_event[i] {
+                NONE => u32::MAX,
+                e => timeline.offset_of(e) as u32,
+            };
+            (offset, sites[i], allocs.size[i].div_ceil(512), end)
         })
         .collect();
     seq.sort_unstable_by_key(|s| s.0);
     let offsets: Vec<u32> = seq.iter().map(|s| s.0).collect();
-    let with_size = tokens(seq.iter().map(|s| (s.1, s.2)));
-    if let Some(it) = from_sequence(timeline, &offsets, &with_size) {
-        return it.with_source(IterationSource::AllocationSequence);
-    }
-    let sites_only = tokens(seq.iter().map(|s| (s.1, 0)));
-    if let Some(it) = from_sequence(timeline, &offsets, &sites_only) {
-        return it.with_source(IterationSource::SiteSequence);
+    let ends: Vec<u32> = seq.iter().map(|s| s.3).collect();
+    // The period is read from the allocations that are freed in the trace: what is never
+    // freed (a leak, optimizer state made once) would shift the sequence where it
+    // starts, and is what the iterations are then asked about.
+    let freed: Vec<&(u32, u32, u64, u32)> = seq.iter().filter(|s| s.3 != u32::MAX).collect();
+    let freed_offsets: Vec<u32> = freed.iter().map(|s| s.0).collect();
+    let tokens = tokens(freed.iter().map(|s| (s.1, s.2)));
+    let all = Allocated {
+        offsets: &offsets,
+        ends: &ends,
+    };
+    if let Some(it) = from_sequence(timeline, &all, &freed_offsets, &tokens) {
+        return it;
     }
     let reason = if offsets.len() < 2 * MIN_PERIODS {
         format!(
@@ -223,11 +240,11 @@ pub fn detect(
     Iterations::not_found(n, reason)
 }
 
-impl Iterations {
-    fn with_source(mut self, source: IterationSource) -> Iterations {
-        self.source = source;
-        self
-    }
+/// Every allocation of the trace: its `alloc` offset and the offset that ended it
+/// (`u32::MAX` if live at the end), by `alloc` offset.
+struct Allocated<'a> {
+    offsets: &'a [u32],
+    ends: &'a [u32],
 }
 
 /// Dense ids for distinct tokens.
@@ -292,18 +309,25 @@ fn match_share(tokens: &[u32], lag: usize) -> f64 {
     same as f64 / n as f64
 }
 
-/// Candidate periods: the most frequent distances between consecutive uses of a token.
+/// Candidate periods: the most frequent distances between a use of a token and its
+/// earlier uses (up to [`LOOK_BACK`] of them: a token a step makes several times, once
+/// per layer, recurs one period later only some uses back).
 fn candidates(tokens: &[u32]) -> Vec<usize> {
-    let mut last: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut uses: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
     let mut gaps: FxHashMap<usize, u32> = FxHashMap::default();
     let longest = tokens.len() / MIN_PERIODS;
     for (i, &t) in tokens.iter().enumerate() {
-        if let Some(prev) = last.insert(t, i) {
+        let before = uses.entry(t).or_default();
+        for &prev in before.iter().rev().take(LOOK_BACK) {
             let gap = i - prev;
-            if gap <= longest {
+            if gap > longest {
+                break;
+            }
+            if gap >= MIN_PERIOD_ALLOCATIONS {
                 *gaps.entry(gap).or_default() += 1;
             }
         }
+        before.push(i);
     }
     let mut by_count: Vec<(usize, u32)> = gaps.into_iter().filter(|g| g.1 >= 2).collect();
     by_count.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -311,7 +335,12 @@ fn candidates(tokens: &[u32]) -> Vec<usize> {
     by_count.into_iter().map(|g| g.0).collect()
 }
 
-fn from_sequence(timeline: &Timeline, offsets: &[u32], tokens: &[u32]) -> Option<Iterations> {
+fn from_sequence(
+    timeline: &Timeline,
+    all: &Allocated,
+    offsets: &[u32],
+    tokens: &[u32],
+) -> Option<Iterations> {
     if tokens.len() < 2 * MIN_PERIODS {
         return None;
     }
@@ -325,7 +354,7 @@ fn from_sequence(timeline: &Timeline, offsets: &[u32], tokens: &[u32]) -> Option
     let mut build = |lag: usize, share: f64| {
         built
             .entry(lag)
-            .or_insert_with(|| windows(timeline, offsets, tokens, lag, share))
+            .or_insert_with(|| windows(timeline, all, offsets, tokens, lag, share))
             .clone()
     };
     for &(lag, share) in &scored {
@@ -352,6 +381,7 @@ fn from_sequence(timeline: &Timeline, offsets: &[u32], tokens: &[u32]) -> Option
 /// Iteration windows for a period of `lag` allocations, if they return.
 fn windows(
     timeline: &Timeline,
+    all: &Allocated,
     offsets: &[u32],
     tokens: &[u32],
     lag: usize,
@@ -402,14 +432,18 @@ fn windows(
         match_share: Some(share),
         reason: None,
     };
-    if it.complete().len() + 1 < MIN_PERIODS || !returns(timeline, &it) {
+    if it.complete().len() + 1 < MIN_PERIODS || !returns(timeline, all, &it) {
         return None;
     }
     Some(it)
 }
 
-/// Whether most whole windows give back most of what they took.
-fn returns(timeline: &Timeline, it: &Iterations) -> bool {
+/// Whether most whole windows give back what they took: their allocated bytes end
+/// within [`MAX_KEPT_SHARE`] of their rise from where they started, or at most
+/// [`MAX_KEPT_COUNT_SHARE`] of the allocations they made are still live at their end (a
+/// leak larger than the step's own working memory is still a few allocations of many).
+fn returns(timeline: &Timeline, all: &Allocated, it: &Iterations) -> bool {
+    let (offsets, ends) = (all.offsets, all.ends);
     let windows: Vec<std::ops::Range<usize>> = it.complete().map(|w| it.range(w)).collect();
     if windows.is_empty() {
         return false;
@@ -424,7 +458,15 @@ fn returns(timeline: &Timeline, it: &Iterations) -> bool {
                 .copied()
                 .max()
                 .unwrap_or(0) as f64;
-            end - start <= MAX_KEPT_SHARE * (peak - start).max(0.0)
+            let bytes_back = (end - start).abs() <= MAX_KEPT_SHARE * (peak - start).max(0.0);
+            let first = offsets.partition_point(|&o| (o as usize) < r.start);
+            let last = offsets.partition_point(|&o| (o as usize) < r.end);
+            let made = last - first;
+            let kept = ends[first..last]
+                .iter()
+                .filter(|&&e| e as usize >= r.end)
+                .count();
+            bytes_back || (made > 0 && (kept as f64) <= MAX_KEPT_COUNT_SHARE * made as f64)
         })
         .count();
     2 * giving_back > windows.len()
@@ -442,10 +484,24 @@ mod tests {
 
     #[test]
     fn repeated_tokens_give_their_period_as_a_candidate() {
-        let step = [1, 2, 3, 4, 5];
-        let tokens: Vec<u32> = step.iter().cycle().take(20).copied().collect();
-        assert_eq!(match_of(&tokens), [5]);
-        assert!((match_share(&tokens, 5) - 1.0).abs() < 1e-9);
+        let step = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+        let tokens: Vec<u32> = step.iter().cycle().take(36).copied().collect();
+        // The period and its multiple (up to half the sequence).
+        assert_eq!(match_of(&tokens), [9, 18]);
+        assert!((match_share(&tokens, 9) - 1.0).abs() < 1e-9);
         assert!(match_share(&tokens, 3) < 0.01);
+        // A token made once per layer, four layers a step: the step's period is found
+        // four uses back.
+        let layered: Vec<u32> = [1, 2, 1, 2, 1, 2, 1, 2, 3, 4]
+            .iter()
+            .cycle()
+            .take(40)
+            .copied()
+            .collect();
+        assert!(match_of(&layered).contains(&10));
+        // Shorter distances than a step can be are no candidates.
+        assert!(match_of(&[7; 40])
+            .iter()
+            .all(|&l| l >= MIN_PERIOD_ALLOCATIONS));
     }
 }

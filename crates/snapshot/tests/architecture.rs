@@ -55,7 +55,12 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-bench",
-        &["memscope-pickle", "memscope-json", "memscope-snapshot"],
+        &[
+            "memscope-pickle",
+            "memscope-json",
+            "memscope-snapshot",
+            "memscope-fleet",
+        ],
         Browser::NotNative,
     ),
     (
