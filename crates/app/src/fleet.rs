@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 
 use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
+use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
 use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::{format_bytes, format_count};
@@ -147,6 +148,17 @@ impl Window {
     }
 }
 
+/// A moment of one rank's trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Moment {
+    /// The state in effect at this clock, µs since the epoch.
+    Time(i64),
+    /// The state just before the trace entry at this offset.
+    Entry(u64),
+    /// The peak of allocated bytes.
+    Peak,
+}
+
 /// A rank, a moment and allocations to show.
 pub struct Target {
     /// Which rank.
@@ -155,6 +167,8 @@ pub struct Target {
     pub device: i32,
     /// Where to zoom (the whole trace when `None`).
     pub window: Option<Window>,
+    /// The moment the side panel shows (the peak when `None`).
+    pub moment: Option<Moment>,
     /// Allocations to select; the first is selected at once.
     pub ids: Vec<u32>,
     /// How many allocations there are in all (`ids` may be the first ones).
@@ -182,6 +196,9 @@ pub fn focus(app: &mut App, target: Target) {
     if let Some(w) = target.window {
         zoom_to_window(app, w);
     }
+    if let Some(m) = target.moment {
+        set_moment(app, m);
+    }
     app.fleet.selection = (!target.ids.is_empty()).then(|| Selection {
         key: target.key,
         device: target.device,
@@ -193,6 +210,25 @@ pub fn focus(app: &mut App, target: Target) {
         app.select(id);
     }
     render_selection(app);
+}
+
+/// Makes `m` the moment of the active device: the side panel and the linked views
+/// follow it, so what is shown is inside the window zoomed to.
+fn set_moment(app: &mut App, m: Moment) {
+    let at = match m {
+        Moment::Entry(offset) => At::Moment(u32::try_from(offset).unwrap_or(u32::MAX)),
+        Moment::Peak => At::Peak,
+        Moment::Time(t) => {
+            let Some((_, _, info)) = app.timeline.as_ref().and_then(|t| t.device.as_ref()) else {
+                return;
+            };
+            At::X {
+                axis: Axis::Time,
+                x: t as f64 - info.start_time_us,
+            }
+        }
+    };
+    crate::lenses::set_moment(app, at);
 }
 
 /// Zooms the timeline of the active device to a window (kept as is when the window's

@@ -197,6 +197,9 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
                     } else {
                         "-".to_owned()
                     },
+                    r.figures.growth.as_ref().map_or("-".to_owned(), |g| {
+                        format!("+{}/iteration", format_bytes(g.bytes_per_iteration))
+                    }),
                 ]
             })
             .collect();
@@ -210,8 +213,9 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
             "peak reserved",
             "end alloc",
             "outlier",
+            "floor grows",
         ];
-        print_table(&mut out, &header, &rows, &[8])?;
+        print_table(&mut out, &header, &rows, &[8, 9])?;
         for row in fleet.overview.rows.iter().filter(|r| r.outlier) {
             for o in &row.outliers {
                 for s in &o.grown_sites {
@@ -272,6 +276,9 @@ pub fn anomalies(files: &[PathBuf], json: bool) -> io::Result<bool> {
             &rows,
             &[1, 3, 4],
         )?;
+        for r in &fleet.iterations {
+            writeln!(out, "{}: {}", r.id.display(), r.iterations.describe())?;
+        }
         print_errors(&mut out, &loaded.errors, Some(&loaded), false)?;
         for (file, note) in &loaded.notes {
             writeln!(out, "{file}: {note}")?;

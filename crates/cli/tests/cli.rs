@@ -294,8 +294,8 @@ fn only_good_files_exit_zero() {
     let lines = run.json_lines();
     assert_eq!(
         lines.len(),
-        10,
-        "nine real files, one of them with two devices"
+        12,
+        "eleven real files, one of them with two devices"
     );
     for line in &lines {
         assert_summary_keys(line);

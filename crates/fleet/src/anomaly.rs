@@ -3,42 +3,46 @@
 //! | kind | found when | thresholds ([`Thresholds`]) |
 //! |---|---|---|
 //! | [`AnomalyKind::Oom`] | every `oom` entry | — |
-//! | [`AnomalyKind::LeakSuspect`] | a call site's allocations made in most iterations are never freed | `leak_*` |
+//! | [`AnomalyKind::LeakSuspect`] | a call site's allocations made in iteration after iteration are never freed | `leak_*` |
 //! | [`AnomalyKind::RankOutlier`] | a rank's peak stands out ([`crate::overview`]) | `outliers` |
-//! | [`AnomalyKind::Fragmentation`] | segments grown while the cache could hold the request; reserved far above the peak for long | `fragmentation_*`, `sustained_*` |
+//! | [`AnomalyKind::Fragmentation`] | cached bytes that could not serve a request cost memory: at an OOM, or peak reserved far above peak allocated | `fragmentation_*` |
 //! | [`AnomalyKind::PendingFreeStall`] | `free_requested` → `free_completed` takes long | `stall_min_us` |
 //!
 //! **Keys** are `kind/path/dDEVICE/what`: `what` is the call site's key for leaks and
 //! stalls (an FNV-1a hash of `filename:line name`, [`crate::sites`]), the entry's
-//! offset in the device's trace for an OOM, `segment-growth` or `sustained` for
-//! fragmentation, the metric for outliers. No key uses an address (addresses are
-//! reused all the time); allocations are named by their id, the index in
-//! [`memscope_snapshot::Allocations`] (device, order of the entry that started it). One
-//! anomaly per key: a site that stalls a thousand times is one anomaly with a count.
+//! offset in the device's trace for an OOM (`e12`; `oom-e12` for the fragmentation at
+//! it), `peak-reserved` for fragmentation at the peak, the metric for outliers. No key
+//! uses an address (addresses are reused all the time); allocations are named by their
+//! id, the index in [`memscope_snapshot::Allocations`] (device, order of the entry that
+//! started it). One anomaly per key: a site that stalls a thousand times is one anomaly
+//! with a count.
 //!
 //! # Leak suspects
-//! The trace is split into iterations ([`crate::iterations`]: `ProfilerStep#N` scopes,
-//! else cycles of allocated bytes, else 4 equal windows). An allocation is *retained*
-//! if its `alloc` is in the trace and neither `free_requested` nor `free_completed`
-//! follows. A call site is a suspect when it retains allocations made in at least
-//! `max(leak_min_windows, ⌈share × (W − 1)⌉)` of the W − 1 windows before the last,
-//! and at least `leak_min_bytes` in them; `share` is `leak_min_window_share` = ½ for
-//! steps and cycles and 1 (every window) for equal windows. Equal windows do not follow
-//! the iterations: in a trace of a single step, the gradients that step keeps are made
-//! all through its backward pass, which spans two or three of the four windows (the
-//! real `fullstep` trace of the corpus does exactly this), so there a site must retain
-//! in every window before the last, at a steady rate: the largest window's retained
-//! bytes at most `leak_max_window_ratio` = 3 × the smallest (windows of a repeated
-//! step hold one or two iterations each, a ratio of 2, plus size noise; `fullstep`'s
-//! single step gives 12). The last window is left out
-//! of the count: what it allocated may simply not be freed *yet* (the snapshot cut the
-//! step). Requiring retention in several windows separates leaks from memory that is
-//! kept on purpose once — weights, optimizer state created lazily by the first step,
-//! caches filled on first use — and from the gradients of the last step (kept until the
-//! next `zero_grad`). Half of the windows (not all) because detected cycles may split a
-//! step in two (forward and backward humps), so a once-per-step leak shows in every
-//! other window. 1 MiB keeps tiny bookkeeping tensors out; a leak of 1 MiB per step
-//! fills an 80 GB device within ~80,000 steps, and the evidence gives the rate.
+//! A leak is a claim *per iteration*, so it needs iterations ([`crate::iterations`]:
+//! `ProfilerStep#N` scopes, else the period of the repeated `(call site, size)`
+//! allocations). A trace where none are found — a single forward pass, one step — gets
+//! no leak suspect at all: with one pass there is nothing to repeat, and memory it holds
+//! at the end (activations kept for the backward pass, gradients) is what the pass is
+//! for. Windows that are not iterations are never used.
+//!
+//! The rule counts *whole* iterations: not the piece before the first boundary, not the
+//! last one (the snapshot may have cut it, and what it allocated may simply not be freed
+//! *yet*). An allocation is *retained* if its `alloc` is in the trace and neither
+//! `free_requested` nor `free_completed` follows. A call site is a suspect when, from
+//! the first whole iteration in which it retains something, it retains in at least
+//! `leak_min_iterations` = 2 of them and in at least `leak_min_share_since_first` = ¾ of
+//! them, `leak_min_bytes` = 1 MiB or more in all. Memory kept once — weights, optimizer
+//! state created by the first step, a cache filled on first use, growth that plateaus —
+//! is retained in the first iteration or a few and then no more, so it falls below ¾;
+//! memory freed later (gradients kept until the next `zero_grad`, a buffer held two
+//! steps) is retained only at the end, and its site frees, in a later iteration, at
+//! least as many of its allocations as it retains — such a site is no suspect.
+//! A leak that starts mid-run counts from its first iteration. The rate is the retained
+//! bytes over the iterations counted from the first leaking one, and the evidence lists
+//! every iteration with its boundary (entry offset and clock). 1 MiB keeps tiny
+//! bookkeeping tensors out; a leak of 1 MiB per step fills an 80 GB device within
+//! ~80,000 steps. The labelled benchmark (`bench/anomalies`, figures in
+//! `bench/README.md`) measures precision and recall of this rule.
 //!
 //! # Pending-free stalls
 //! `free_requested` → `free_completed` (or the end of the trace, when never completed)
@@ -50,21 +54,36 @@
 //! step behind. Needs a clock (nothing is reported without `time_us`).
 //!
 //! # Fragmentation
-//! - *Segment growth*: a `segment_alloc`/`segment_map` while reserved − allocated (the
-//!   cached free space) was at least the request it served (the first `alloc` in the next
-//!   `fragmentation_lookahead` = 8 entries no larger than the segment; the segment size
-//!   if none). Requests of 1 MiB or less are ignored: they are served from the small
-//!   pool's 2 MiB segments, which large-pool free space can never serve. The cache had
-//!   the bytes but not in one usable piece (split blocks, another stream, another pool):
-//!   that is fragmentation. Reported once per device, with the count and the worst cases.
-//! - *Sustained*: reserved bytes above the peak of allocated bytes by at least
-//!   `max(sustained_min_excess_share × peak reserved, sustained_min_excess_bytes)` = 20 %
-//!   and 64 MiB, for at least `sustained_min_duration_share` = 50 % of the trace (time,
-//!   or entries without a clock). Reserved − allocated *at a moment* is large in every
-//!   healthy job between two peaks — the cache keeps freed blocks on purpose — so the
-//!   comparison is with the peak: bytes held that were never in use at once during the
-//!   window. Rounding and the small pool keep this under 10 % in the corpus traces.
+//! By the caching allocator's own rule (`get_free_block` in PyTorch's
+//! `CUDACachingAllocator.cpp`): a request of rounded size `r` on stream `s` is served only by a
+//! free block of the same pool (small for `r` ≤ 1 MiB, whose segments are 2 MiB; large
+//! otherwise), the same stream and at least `r` bytes — never from the sum of free
+//! bytes, and never from a private pool. The free blocks at a moment are the gaps
+//! between live blocks of the segments (`memscope_analysis`'s allocator state). Free
+//! bytes that no request could use are normal — the cache keeps freed blocks on
+//! purpose — so fragmentation is reported only where it costs memory:
+//!
+//! - *At an OOM* (key `oom-eK`): when no free block could serve the request (else the
+//!   allocator's own limits were in the way, not holes) and the cached free bytes would
+//!   have covered its shortfall (the request less the device's free bytes). Cost: the
+//!   free bytes that could not serve it.
+//! - *At the peak* (key `peak-reserved`): peak reserved above peak allocated by at least
+//!   `fragmentation_min_excess_share` = 20 % of peak allocated and
+//!   `fragmentation_min_excess_bytes` = 1 GiB. The excess is memory the job reserved
+//!   beyond the most it ever held at once, because requests found no usable block; the
+//!   state shown is the one just before the segment that made the peak, with the request
+//!   it was made for (the first `alloc` that fits in the next
+//!   `fragmentation_lookahead` = 8 entries); when a free block could have served that
+//!   request, the segment was not made for want of one and nothing is reported. Rounding and the small pool keep the excess
+//!   of the real traces of the corpus far below this, and a uniform healthy job never
+//!   reaches it.
+//!
+//! Both give the free bytes split by pool and stream, the largest piece the request
+//! could have used, and who left the holes: for each free gap, the allocations freed
+//! before the moment that last held its bytes (most recently freed first), grouped by
+//! call site and block size.
 
+use memscope_analysis::{AllocatorState, DeviceAnalysis};
 use memscope_snapshot::units::{format_bytes, format_duration_us};
 use memscope_snapshot::{Action, Snapshot, SparseEvents, NONE};
 use rustc_hash::FxHashMap;
@@ -80,25 +99,20 @@ use crate::sites::{site_of_stack, Site};
 pub struct Thresholds {
     /// Minimum retained bytes of a leak suspect (1 MiB).
     pub leak_min_bytes: u64,
-    /// Minimum windows with retained allocations (2).
-    pub leak_min_windows: usize,
-    /// Minimum share of the windows before the last with retained allocations, for
-    /// windows from steps or cycles (0.5; equal windows need all).
-    pub leak_min_window_share: f64,
-    /// Largest over smallest retained bytes per window, with equal windows (3).
-    pub leak_max_window_ratio: f64,
+    /// Minimum whole iterations with retained allocations (2).
+    pub leak_min_iterations: usize,
+    /// Minimum share of the whole iterations from the first retaining one on that
+    /// retain (0.75).
+    pub leak_min_share_since_first: f64,
     /// Minimum free_requested → free_completed gap (10 ms).
     pub stall_min_us: i64,
-    /// Requests up to this size are ignored by segment growth (1 MiB: the small pool).
-    pub fragmentation_small_request_bytes: u64,
-    /// Entries after a segment event searched for the `alloc` it served (8).
+    /// Entries after a segment entry searched for the `alloc` it served (8).
     pub fragmentation_lookahead: usize,
-    /// Minimum excess of reserved over peak allocated, as a share of peak reserved (0.2).
-    pub sustained_min_excess_share: f64,
-    /// Minimum excess in bytes (64 MiB).
-    pub sustained_min_excess_bytes: u64,
-    /// Minimum share of the trace with that excess (0.5).
-    pub sustained_min_duration_share: f64,
+    /// Minimum excess of peak reserved over peak allocated, as a share of peak
+    /// allocated (0.2).
+    pub fragmentation_min_excess_share: f64,
+    /// Minimum excess in bytes (1 GiB).
+    pub fragmentation_min_excess_bytes: u64,
     /// Cross-rank outliers.
     pub outliers: OutlierRule,
     /// Allocation ids listed per piece of evidence; the count is always exact (256).
@@ -111,15 +125,12 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             leak_min_bytes: 1 << 20,
-            leak_min_windows: 2,
-            leak_min_window_share: 0.5,
-            leak_max_window_ratio: 3.0,
+            leak_min_iterations: 2,
+            leak_min_share_since_first: 0.75,
             stall_min_us: 10_000,
-            fragmentation_small_request_bytes: 1 << 20,
             fragmentation_lookahead: 8,
-            sustained_min_excess_share: 0.2,
-            sustained_min_excess_bytes: 64 << 20,
-            sustained_min_duration_share: 0.5,
+            fragmentation_min_excess_share: 0.2,
+            fragmentation_min_excess_bytes: 1 << 30,
             outliers: OutlierRule::default(),
             max_ids: 256,
             top: 5,
@@ -188,10 +199,8 @@ pub enum Evidence {
     Stall(StallEvidence),
     /// Of an OOM.
     Oom(OomEvidence),
-    /// Of segment growth while the cache sufficed.
-    SegmentGrowth(SegmentGrowthEvidence),
-    /// Of reserved bytes far above the peak for long.
-    SustainedExcess(SustainedEvidence),
+    /// Of fragmentation that cost memory.
+    Fragmentation(FragmentationEvidence),
     /// Of a cross-rank outlier.
     Outlier(Outlier),
 }
@@ -214,15 +223,20 @@ impl Ids {
     }
 }
 
-/// One iteration window of a leak suspect.
+/// One iteration of a leak suspect's trace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeakWindow {
     /// Window index.
     pub window: u32,
     /// Its `ProfilerStep` number, if from annotations.
     pub step: Option<u64>,
+    /// Offset of its first entry in the device's trace (the iteration boundary).
+    pub start_offset: u64,
     /// Clock of its first entry.
     pub start_time_us: Option<i64>,
+    /// Whether it is a whole iteration that the rule counts (not a piece before the
+    /// first boundary, not the last one, which the snapshot may have cut).
+    pub counted: bool,
     /// Bytes allocated by the site in this window and never freed.
     pub retained_bytes: u64,
     /// How many such allocations.
@@ -232,25 +246,34 @@ pub struct LeakWindow {
 }
 
 /// Why a call site is a leak suspect.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LeakEvidence {
     /// How the iterations were found.
     pub iterations: IterationSource,
-    /// Windows with retained allocations, the last window excluded.
-    pub windows_with_retained: u32,
-    /// Windows before the last.
-    pub windows_considered: u32,
-    /// Every window (the last one included, for the picture).
+    /// The period in `alloc` entries, when found from the allocation sequence.
+    pub period_allocations: Option<u32>,
+    /// Whole iterations counted (see [`LeakWindow::counted`]).
+    pub iterations_counted: u32,
+    /// The first counted iteration with retained allocations (window index).
+    pub first_leaking_window: u32,
+    /// Counted iterations from that one on.
+    pub iterations_since_first: u32,
+    /// Of those, the ones with retained allocations.
+    pub iterations_with_retained: u32,
+    /// Every window with its boundary (the uncounted ones included, for the picture).
     pub windows: Vec<LeakWindow>,
-    /// Retained bytes in the windows before the last.
+    /// Retained bytes in the counted iterations from the first leaking one.
     pub retained_bytes: u64,
-    /// Retained bytes per window before the last (the leak's rate).
+    /// `retained_bytes` ÷ `iterations_since_first` (the leak's rate).
     pub bytes_per_iteration: u64,
     /// The first retained allocation's clock.
     pub first_time_us: Option<i64>,
     /// The last one's.
     pub last_time_us: Option<i64>,
-    /// The retained allocations (windows before the last).
+    /// The moment to look at: the state just before this entry is the end of the last
+    /// counted iteration.
+    pub show_offset: u64,
+    /// The retained allocations of the counted iterations.
     pub allocations: Ids,
 }
 
@@ -333,57 +356,80 @@ pub struct OomEvidence {
     pub largest: Vec<LiveAllocation>,
 }
 
-/// One segment grown while the cache held enough.
+/// What made the fragmentation count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FragmentationTrigger {
+    /// An `oom` entry whose shortfall the free but unusable bytes would have covered.
+    Oom,
+    /// Peak reserved far above peak allocated.
+    PeakReserved,
+}
+
+/// Call sites and sizes whose freed blocks left the holes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SegmentGrowth {
-    /// The segment entry's offset.
+pub struct HoleSource {
+    /// The call site of the freed allocations.
+    pub site: Site,
+    /// Their block size (the allocator's rounding of the request).
+    pub block_bytes: u64,
+    /// Free bytes at the moment that these allocations last held.
+    pub hole_bytes: u64,
+    /// How many allocations.
+    pub allocations: u64,
+}
+
+/// Free bytes by whether the request could have used them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreeByPool {
+    /// Free bytes in segments of the request's pool and stream (every piece too small).
+    pub same_pool_and_stream_bytes: u64,
+    /// The largest of those pieces.
+    pub largest_same_pool_and_stream_bytes: u64,
+    /// Free bytes of the other pool (small ≤ 1 MiB, large) on the request's stream.
+    pub other_pool_bytes: u64,
+    /// Free bytes on other streams.
+    pub other_stream_bytes: u64,
+    /// Free bytes in private pools (CUDA graphs, MemPools).
+    pub private_pool_bytes: u64,
+}
+
+/// Why cached memory cost memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FragmentationEvidence {
+    /// What made it count.
+    pub trigger: FragmentationTrigger,
+    /// The entry whose state (just before it) is shown: the `oom`, or the segment
+    /// entry that made the peak of reserved bytes.
     pub offset: u64,
     /// Its clock.
     pub time_us: Option<i64>,
-    /// `segment_alloc` or `segment_map`.
-    pub action: String,
-    /// Segment bytes.
-    pub segment_bytes: u64,
-    /// The request it served.
-    pub request_bytes: u64,
-    /// The `alloc` entry's offset, if found.
-    pub request_offset: Option<u64>,
-    /// Reserved − allocated just before.
-    pub cached_free_bytes: i64,
-}
-
-/// Segment growth while the cache sufficed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SegmentGrowthEvidence {
-    /// Such segment entries.
-    pub events: u64,
-    /// Segment entries of large requests in all.
-    pub segment_events: u64,
-    /// Σ their segment bytes.
-    pub segment_bytes: u64,
-    /// The ones with the most cached free space.
-    pub worst: Vec<SegmentGrowth>,
-}
-
-/// Reserved far above the peak for long.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SustainedEvidence {
-    /// Peak allocated bytes over the trace.
+    /// The request that could not be served from the cache, rounded (the `oom` size, or
+    /// the `alloc` that followed the segment entry).
+    pub request_bytes: Option<u64>,
+    /// Its pool: `small` (≤ 1 MiB) or `large`.
+    pub request_pool: Option<String>,
+    /// `device_free` of the `oom`, if recorded.
+    pub device_free_bytes: Option<u64>,
+    /// Reserved bytes then.
+    pub reserved_bytes: u64,
+    /// Block bytes of live allocations then.
+    pub block_bytes: u64,
+    /// Cached free bytes then (reserved − block bytes).
+    pub free_bytes: u64,
+    /// The free bytes split by pool and stream.
+    pub free_by_pool: FreeByPool,
+    /// Free pieces (gaps between blocks).
+    pub free_pieces: u64,
+    /// Peak allocated bytes of the trace.
     pub peak_allocated_bytes: u64,
-    /// Peak reserved bytes.
-    pub peak_reserved_bytes: i64,
-    /// The excess that counts.
-    pub threshold_bytes: u64,
-    /// The largest excess of reserved over the peak.
-    pub max_excess_bytes: i64,
-    /// When the excess first reached the threshold.
-    pub from_time_us: Option<i64>,
-    /// How long it held, µs (`None` without a clock).
-    pub duration_us: Option<i64>,
-    /// Trace entries after which it held.
-    pub entries: u64,
-    /// Share of the trace.
-    pub share: f64,
+    /// Peak reserved bytes of the trace.
+    pub peak_reserved_bytes: u64,
+    /// What it cost: the free bytes that could not serve the OOM's request, or peak
+    /// reserved − peak allocated.
+    pub cost_bytes: u64,
+    /// Who left the holes, most bytes first.
+    pub holes: Vec<HoleSource>,
 }
 
 fn key(kind: AnomalyKind, id: &RankId, what: &str) -> String {
@@ -395,8 +441,7 @@ pub fn rank_anomalies(snap: &Snapshot, model: &RankModel, th: &Thresholds) -> Ve
     let mut out = Vec::new();
     ooms(snap, model, th, &mut out);
     leaks(model, th, &mut out);
-    segment_growth(snap, model, th, &mut out);
-    sustained(model, th, &mut out);
+    fragmentation(snap, model, th, &mut out);
     stalls(model, th, &mut out);
     out
 }
@@ -538,11 +583,12 @@ fn ooms(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anoma
 
 fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     let it = &model.iterations;
-    let w_count = it.count();
-    if w_count < 3 {
+    let counted = it.complete();
+    if counted.len() < th.leak_min_iterations {
+        // No iterations, or too few whole ones: no per-iteration claim can be made.
         return;
     }
-    let last = w_count - 1;
+    let w_count = it.count();
     let a = &model.allocs;
     // Retained allocations per site: (window, id).
     let mut retained: FxHashMap<u32, Vec<(usize, u32)>> = FxHashMap::default();
@@ -557,13 +603,18 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             .or_default()
             .push((w, i as u32));
     }
-    let share = match it.source {
-        IterationSource::EqualWindows => 1.0,
-        _ => th.leak_min_window_share,
-    };
-    let needed = th
-        .leak_min_windows
-        .max((share * last as f64).ceil() as usize);
+    // Per site: allocations freed in a later iteration than the one that made them.
+    let mut carried_and_freed: FxHashMap<u32, u64> = FxHashMap::default();
+    for i in 0..a.len() {
+        if a.alloc_event[i] == NONE || a.free_event[i] == NONE {
+            continue;
+        }
+        let made = it.window_of(model.timeline.offset_of(a.alloc_event[i]));
+        let freed = it.window_of(model.timeline.offset_of(a.free_event[i]));
+        if freed > made {
+            *carried_and_freed.entry(model.alloc_site[i]).or_default() += 1;
+        }
+    }
     let mut sites: Vec<(u32, Vec<(usize, u32)>)> = retained.into_iter().collect();
     sites.sort_unstable_by_key(|s| s.0);
     for (site, allocs) in sites {
@@ -572,19 +623,29 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             per_window[w].0 = per_window[w].0.saturating_add(a.size[id as usize]);
             per_window[w].1 += 1;
         }
-        let with = per_window[..last].iter().filter(|p| p.1 > 0).count();
-        let bytes = per_window[..last]
-            .iter()
-            .fold(0u64, |s, p| s.saturating_add(p.0));
-        if with < needed || bytes < th.leak_min_bytes {
+        let Some(first) = counted.clone().find(|&w| per_window[w].1 > 0) else {
+            continue;
+        };
+        let since = first..counted.end;
+        let with = since.clone().filter(|&w| per_window[w].1 > 0).count();
+        let bytes = since
+            .clone()
+            .fold(0u64, |s, w| s.saturating_add(per_window[w].0));
+        // A leak keeps going: retained in most whole iterations from its first one on.
+        // Memory kept once (weights, optimizer state, a cache) or growth that stops is
+        // retained in a few iterations and then no more.
+        if with < th.leak_min_iterations
+            || (with as f64) < th.leak_min_share_since_first * since.len() as f64
+            || bytes < th.leak_min_bytes
+        {
             continue;
         }
-        if it.source == IterationSource::EqualWindows {
-            let sizes = per_window[..last].iter().map(|p| p.0);
-            let (lo, hi) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
-            if hi as f64 > th.leak_max_window_ratio * lo as f64 {
-                continue;
-            }
+        // Memory freed later: a site whose allocations outlive their iteration and are
+        // then freed (a buffer kept for a few steps, gradients until `zero_grad`) holds
+        // its last ones at the end of the trace without leaking them.
+        let retained_count = since.clone().map(|w| per_window[w].1).sum::<u64>();
+        if carried_and_freed.get(&site).copied().unwrap_or(0) >= retained_count {
+            continue;
         }
         // Live bytes of the site after each window (all its allocations, not only the
         // retained ones).
@@ -603,194 +664,362 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             .map(|w| LeakWindow {
                 window: w as u32,
                 step: it.steps.get(w).copied().flatten(),
+                start_offset: it.range(w).start as u64,
                 start_time_us: model.timeline.time_at(it.range(w).start),
+                counted: counted.contains(&w),
                 retained_bytes: per_window[w].0,
                 retained_allocations: per_window[w].1,
                 live_bytes_at_end: live_at_end[w],
             })
             .collect();
-        let before_last: Vec<u32> = allocs.iter().filter(|p| p.0 < last).map(|p| p.1).collect();
-        let times: Vec<i64> = before_last
+        let in_counted: Vec<u32> = allocs
+            .iter()
+            .filter(|p| since.contains(&p.0))
+            .map(|p| p.1)
+            .collect();
+        let times: Vec<i64> = in_counted
             .iter()
             .filter_map(|&id| model.time_of_event(a.alloc_event[id as usize]))
             .collect();
-        let rate = bytes / last as u64;
+        let rate = bytes / since.len() as u64;
+        // The state just before the next window's first entry: the end of the last
+        // counted iteration, with every leaked allocation of the counted ones live.
+        let show_offset = it.range(counted.end - 1).end as u64;
         let s = model.sites.get(site).clone();
+        let boundaries = match it.source {
+            IterationSource::ProfilerSteps => "ProfilerStep annotations".to_owned(),
+            _ => format!(
+                "iterations found from {}, every {} allocations",
+                it.source.describe(),
+                it.period_allocations.unwrap_or(0)
+            ),
+        };
         out.push(Anomaly {
             key: key(AnomalyKind::LeakSuspect, &model.id, &s.key),
             kind: AnomalyKind::LeakSuspect,
             id: model.id.clone(),
             summary: format!(
-                "{}: {} keeps ~{} per iteration that is never freed ({with} of {last} \
-                 iterations before the last, {} in all)",
+                "{}: {} keeps ~{} per iteration that is never freed ({with} of {} whole \
+                 iterations{}, {} in all; {boundaries})",
                 model.id.display(),
                 s.label,
                 format_bytes(rate),
+                since.len(),
+                if first > counted.start {
+                    format!(" from iteration {}", first - counted.start + 1)
+                } else {
+                    String::new()
+                },
                 format_bytes(bytes)
             ),
             site: Some(s),
             bytes,
-            time_us: times.iter().min().copied(),
+            time_us: model.timeline.time_at(show_offset as usize),
             evidence: Evidence::Leak(LeakEvidence {
                 iterations: it.source,
-                windows_with_retained: with as u32,
-                windows_considered: last as u32,
+                period_allocations: it.period_allocations,
+                iterations_counted: counted.len() as u32,
+                first_leaking_window: first as u32,
+                iterations_since_first: since.len() as u32,
+                iterations_with_retained: with as u32,
                 windows,
                 retained_bytes: bytes,
                 bytes_per_iteration: rate,
                 first_time_us: times.iter().min().copied(),
                 last_time_us: times.iter().max().copied(),
-                allocations: Ids::new(before_last, th.max_ids),
+                show_offset,
+                allocations: Ids::new(in_counted, th.max_ids),
             }),
         });
     }
 }
 
-fn segment_growth(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
-    let tl = &model.timeline;
-    let n = tl.len();
-    let mut found: Vec<SegmentGrowth> = Vec::new();
-    let (mut large_events, mut bytes) = (0u64, 0u64);
-    for k in 0..n {
-        let i = tl.first_event as usize + k;
-        let action = snap.action(i);
-        if !matches!(action, Action::SegmentAlloc | Action::SegmentMap) {
-            continue;
-        }
-        let segment = snap.events.size[i];
-        let request = (k + 1..n.min(k + 1 + th.fragmentation_lookahead))
-            .find(|&j| {
-                let e = tl.first_event as usize + j;
-                snap.action(e) == Action::Alloc && snap.events.size[e] <= segment
-            })
-            .map(|j| {
-                (
-                    snap.events.size[tl.first_event as usize + j],
-                    Some(j as u64),
-                )
-            });
-        let (request_bytes, request_offset) = request.unwrap_or((segment, None));
-        if request_bytes <= th.fragmentation_small_request_bytes {
-            continue;
-        }
-        large_events += 1;
-        let cached = i128::from(tl.reserved_before(k)) - i128::from(tl.allocated_before(k));
-        if cached < i128::from(request_bytes) {
-            continue;
-        }
-        bytes = bytes.saturating_add(segment);
-        found.push(SegmentGrowth {
-            offset: k as u64,
-            time_us: tl.time_at(k),
-            action: snap.action_name(i).to_owned(),
-            segment_bytes: segment,
-            request_bytes,
-            request_offset,
-            cached_free_bytes: i64::try_from(cached).unwrap_or(i64::MAX),
-        });
-    }
-    if found.is_empty() {
-        return;
-    }
-    let count = found.len() as u64;
-    let first_time = found.first().and_then(|f| f.time_us);
-    found.sort_by(|x, y| {
-        y.cached_free_bytes
-            .cmp(&x.cached_free_bytes)
-            .then(x.offset.cmp(&y.offset))
-    });
-    found.truncate(th.top);
-    let worst = &found[0];
-    out.push(Anomaly {
-        key: key(AnomalyKind::Fragmentation, &model.id, "segment-growth"),
-        kind: AnomalyKind::Fragmentation,
-        id: model.id.clone(),
-        summary: format!(
-            "{}: {count} of {large_events} segments ({} in all) were allocated while the \
-             cache held enough free bytes for the request (worst: {} requested with {} \
-             cached)",
-            model.id.display(),
-            format_bytes(bytes),
-            format_bytes(worst.request_bytes),
-            format_bytes(u64::try_from(worst.cached_free_bytes).unwrap_or(0)),
-        ),
-        site: None,
-        bytes,
-        time_us: first_time,
-        evidence: Evidence::SegmentGrowth(SegmentGrowthEvidence {
-            events: count,
-            segment_events: large_events,
-            segment_bytes: bytes,
-            worst: found,
-        }),
-    });
+/// Bytes of the small pool's requests (`kSmallSize`) and segments (`kSmallBuffer`).
+const SMALL_REQUEST_BYTES: u64 = 1 << 20;
+const SMALL_SEGMENT_BYTES: u64 = 2 << 20;
+
+/// A request as the allocator sees it: rounded size and stream.
+#[derive(Clone, Copy)]
+struct Request {
+    rounded_bytes: u64,
+    stream: u64,
 }
 
-fn sustained(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
-    let tl = &model.timeline;
-    let n = tl.len();
-    if n < 2 {
-        return;
+impl Request {
+    fn small(self) -> bool {
+        self.rounded_bytes <= SMALL_REQUEST_BYTES
     }
-    let peak = i128::from(model.allocs.peak_allocated);
-    let peak_reserved = model.allocs.peak_reserved;
-    let threshold = (th.sustained_min_excess_share * peak_reserved.max(0) as f64)
-        .max(th.sustained_min_excess_bytes as f64) as i128;
-    let (span, weight): (i64, Box<dyn Fn(usize) -> i64>) = match tl.time_span() {
-        Some((t0, t1)) if t1 > t0 => (
-            t1.saturating_sub(t0),
-            Box::new(|k| tl.time_us[k + 1].saturating_sub(tl.time_us[k])),
-        ),
-        _ => ((n - 1) as i64, Box::new(|_| 1)),
-    };
-    let (mut held, mut entries, mut max_excess, mut from) = (0i64, 0u64, i128::MIN, None);
-    for k in 0..n - 1 {
-        let excess = i128::from(tl.reserved[k]) - peak;
-        max_excess = max_excess.max(excess);
-        if excess >= threshold {
-            held = held.saturating_add(weight(k));
-            entries += 1;
-            if from.is_none() {
-                from = Some(k);
+
+    fn pool_name(self) -> &'static str {
+        if self.small() {
+            "small"
+        } else {
+            "large"
+        }
+    }
+}
+
+/// Splits the free gaps of `state` by whether `request` could use them; returns the
+/// split and whether one gap could have served it.
+fn free_by_pool(state: &AllocatorState, request: Request) -> (FreeByPool, bool) {
+    let mut f = FreeByPool::default();
+    let mut served = false;
+    for seg in &state.segments {
+        let free: u64 = seg.free.iter().map(|g| g.size_bytes).sum();
+        if free == 0 {
+            continue;
+        }
+        if seg.pool_id != (0, 0) {
+            f.private_pool_bytes += free;
+        } else if seg.stream != request.stream {
+            f.other_stream_bytes += free;
+        } else if (seg.size_bytes <= SMALL_SEGMENT_BYTES) != request.small() {
+            f.other_pool_bytes += free;
+        } else {
+            f.same_pool_and_stream_bytes += free;
+            for g in &seg.free {
+                f.largest_same_pool_and_stream_bytes =
+                    f.largest_same_pool_and_stream_bytes.max(g.size_bytes);
+                served |= g.size_bytes >= request.rounded_bytes;
             }
         }
     }
-    let share = held as f64 / span as f64;
-    if share < th.sustained_min_duration_share {
+    (f, served)
+}
+
+/// Who left the free gaps of `state` (at moment `m`): for each gap, the allocations
+/// freed before `m` that last held its bytes, grouped by call site and block size.
+fn hole_sources(
+    analysis: &DeviceAnalysis,
+    model: &RankModel,
+    state: &AllocatorState,
+    m: u32,
+    th: &Thresholds,
+) -> Vec<HoleSource> {
+    /// Candidates looked at per gap, the most recently freed first.
+    const PER_GAP: usize = 64;
+    let mut gaps: Vec<(u64, u64)> = state
+        .segments
+        .iter()
+        .flat_map(|s| s.free.iter().map(|g| (g.address, g.address + g.size_bytes)))
+        .collect();
+    gaps.sort_unstable();
+    if gaps.is_empty() {
+        return Vec::new();
+    }
+    // (gap, end moment, id) of freed allocations overlapping a gap.
+    let mut found: Vec<(usize, u32, u32)> = Vec::new();
+    for id in 0..model.allocs.len() as u32 {
+        let (_, _, end) = analysis.lifetime(id);
+        if end > m {
+            continue;
+        }
+        let start = analysis.address(id);
+        let stop = start.saturating_add(analysis.rounded_size(id).0);
+        let mut g = gaps.partition_point(|gap| gap.1 <= start);
+        while g < gaps.len() && gaps[g].0 < stop {
+            found.push((g, end, id));
+            g += 1;
+        }
+    }
+    found.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    let mut groups: FxHashMap<(u32, u64), (u64, u64)> = FxHashMap::default();
+    for run in found.chunk_by(|a, b| a.0 == b.0) {
+        let (lo, hi) = gaps[run[0].0];
+        let mut covered: Vec<(u64, u64)> = Vec::new();
+        for &(_, _, id) in run.iter().take(PER_GAP) {
+            let block = analysis.rounded_size(id).0;
+            let a = analysis.address(id).max(lo);
+            let b = analysis.address(id).saturating_add(block).min(hi);
+            let mut new = b.saturating_sub(a);
+            for &(c, d) in &covered {
+                new = new.saturating_sub(b.min(d).saturating_sub(a.max(c)));
+            }
+            if new == 0 {
+                continue;
+            }
+            covered.push((a, b));
+            let e = groups
+                .entry((model.alloc_site[id as usize], block))
+                .or_default();
+            e.0 += new;
+            e.1 += 1;
+            if covered.iter().map(|c| c.1 - c.0).sum::<u64>() >= hi - lo {
+                break;
+            }
+        }
+    }
+    let mut list: Vec<HoleSource> = groups
+        .into_iter()
+        .map(|((site, block), (bytes, n))| HoleSource {
+            site: model.sites.get(site).clone(),
+            block_bytes: block,
+            hole_bytes: bytes,
+            allocations: n,
+        })
+        .collect();
+    list.sort_by(|a, b| {
+        b.hole_bytes
+            .cmp(&a.hole_bytes)
+            .then(a.site.key.cmp(&b.site.key))
+            .then(a.block_bytes.cmp(&b.block_bytes))
+    });
+    list.truncate(th.top);
+    list
+}
+
+fn holes_text(holes: &[HoleSource]) -> String {
+    match holes.first() {
+        Some(h) => format!(
+            "; the holes were left mostly by {} ({} blocks, {} of them)",
+            h.site.label,
+            format_bytes(h.block_bytes),
+            format_bytes(h.hole_bytes)
+        ),
+        None => String::new(),
+    }
+}
+
+fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
+    let tl = &model.timeline;
+    let a = &model.allocs;
+    let ooms = tl.offsets_of(snap, Action::Oom);
+    let peak_allocated = a.peak_allocated;
+    let peak_reserved = u64::try_from(a.peak_reserved.max(0)).unwrap_or(u64::MAX);
+    let excess = peak_reserved.saturating_sub(peak_allocated);
+    let peak_case = a.peak_reserved_event != NONE
+        && excess as f64 >= th.fragmentation_min_excess_share * peak_allocated as f64
+        && excess >= th.fragmentation_min_excess_bytes;
+    if ooms.is_empty() && !peak_case {
         return;
     }
-    let max_excess = i64::try_from(max_excess).unwrap_or(i64::MAX);
-    let duration_text = if tl.has_time() {
-        format_duration_us(held)
-    } else {
-        format!("{held} entries")
+    let analysis = DeviceAnalysis::new(snap, a);
+    let stream_of = |i: usize| {
+        snap.streams
+            .get(snap.events.stream[i] as usize)
+            .copied()
+            .unwrap_or(0)
     };
-    out.push(Anomaly {
-        key: key(AnomalyKind::Fragmentation, &model.id, "sustained"),
-        kind: AnomalyKind::Fragmentation,
-        id: model.id.clone(),
-        summary: format!(
-            "{}: reserved stays up to {} above the peak of allocated bytes ({}) for \
-             {duration_text} ({:.0} % of the trace)",
-            model.id.display(),
-            format_bytes(u64::try_from(max_excess).unwrap_or(0)),
-            format_bytes(model.allocs.peak_allocated),
-            share * 100.0
-        ),
-        site: None,
-        bytes: u64::try_from(max_excess).unwrap_or(0),
-        time_us: from.and_then(|k| tl.time_at(k)),
-        evidence: Evidence::SustainedExcess(SustainedEvidence {
-            peak_allocated_bytes: model.allocs.peak_allocated,
-            peak_reserved_bytes: i64::try_from(peak_reserved).unwrap_or(i64::MAX),
-            threshold_bytes: u64::try_from(threshold).unwrap_or(0),
-            max_excess_bytes: max_excess,
-            from_time_us: from.and_then(|k| tl.time_at(k)),
-            duration_us: tl.has_time().then_some(held),
-            entries,
-            share,
-        }),
-    });
+    let evidence = |trigger, k: usize, request: Request, device_free, cost| {
+        // The state just before entry k.
+        let m = k as u32;
+        let state = analysis.state_at(m);
+        let (by_pool, _) = free_by_pool(&state, request);
+        FragmentationEvidence {
+            trigger,
+            offset: k as u64,
+            time_us: tl.time_at(k),
+            request_bytes: Some(request.rounded_bytes),
+            request_pool: Some(request.pool_name().to_owned()),
+            device_free_bytes: device_free,
+            reserved_bytes: state.totals.reserved_bytes,
+            block_bytes: state.totals.rounded_bytes,
+            free_bytes: state.totals.free_bytes,
+            free_by_pool: by_pool,
+            free_pieces: state.segments.iter().map(|s| s.free.len() as u64).sum(),
+            peak_allocated_bytes: peak_allocated,
+            peak_reserved_bytes: peak_reserved,
+            cost_bytes: cost,
+            holes: hole_sources(&analysis, model, &state, m, th),
+        }
+    };
+    for k in ooms {
+        let i = tl.first_event as usize + k;
+        let request = Request {
+            rounded_bytes: snap.events.size[i],
+            stream: stream_of(i),
+        };
+        let state = analysis.state_at(k as u32);
+        let (_, served) = free_by_pool(&state, request);
+        let free = state.totals.free_bytes;
+        let device_free = SparseEvents::find(&snap.events.sparse.device_free, i as u32);
+        let shortfall = request
+            .rounded_bytes
+            .saturating_sub(device_free.unwrap_or(0));
+        // A block that fits existed: the allocator's own limits (max_split_size) were
+        // in the way, not holes. Free bytes below the shortfall would not have helped.
+        if served || free == 0 || free < shortfall {
+            continue;
+        }
+        let ev = evidence(FragmentationTrigger::Oom, k, request, device_free, free);
+        out.push(Anomaly {
+            key: key(AnomalyKind::Fragmentation, &model.id, &format!("oom-e{k}")),
+            kind: AnomalyKind::Fragmentation,
+            id: model.id.clone(),
+            summary: format!(
+                "{}: at the OOM requesting {}, {} of cached memory was free but could not \
+                 serve it: no free block of the {} pool on its stream was large enough \
+                 (largest {}; {} on other streams or pools){}",
+                model.id.display(),
+                format_bytes(request.rounded_bytes),
+                format_bytes(free),
+                request.pool_name(),
+                format_bytes(ev.free_by_pool.largest_same_pool_and_stream_bytes),
+                format_bytes(
+                    ev.free_by_pool.other_pool_bytes
+                        + ev.free_by_pool.other_stream_bytes
+                        + ev.free_by_pool.private_pool_bytes
+                ),
+                holes_text(&ev.holes),
+            ),
+            site: ev.holes.first().map(|h| h.site.clone()),
+            bytes: free,
+            time_us: tl.time_at(k),
+            evidence: Evidence::Fragmentation(ev),
+        });
+    }
+    if peak_case {
+        let k = tl.offset_of(a.peak_reserved_event);
+        let i = tl.first_event as usize + k;
+        let segment = snap.events.size[i];
+        let n = tl.len();
+        // The request the new segment served: the first `alloc` that fits in it.
+        let served = (k + 1..n.min(k + 1 + th.fragmentation_lookahead))
+            .map(|j| tl.first_event as usize + j)
+            .find(|&e| snap.action(e) == Action::Alloc && snap.events.size[e] <= segment);
+        let request = match served {
+            Some(e) => Request {
+                rounded_bytes: analysis.rounding_rule().round_size(snap.events.size[e]),
+                stream: stream_of(e),
+            },
+            None => Request {
+                rounded_bytes: segment,
+                stream: stream_of(i),
+            },
+        };
+        // A free block that could have served the request existed: the segment was not
+        // made for want of one (a trace that disagrees with the rule, or the allocator's
+        // own limits), so the excess is no fragmentation.
+        if free_by_pool(&analysis.state_at(k as u32), request).1 {
+            return;
+        }
+        let ev = evidence(FragmentationTrigger::PeakReserved, k, request, None, excess);
+        out.push(Anomaly {
+            key: key(AnomalyKind::Fragmentation, &model.id, "peak-reserved"),
+            kind: AnomalyKind::Fragmentation,
+            id: model.id.clone(),
+            summary: format!(
+                "{}: reserved peaks at {}, {} ({:.0} %) above the most ever allocated at \
+                 once ({}): cached blocks could not serve requests of their pool, stream \
+                 and size (when the peak segment was added for a {} request, {} was free \
+                 in {} pieces, the largest usable one {}){}",
+                model.id.display(),
+                format_bytes(peak_reserved),
+                format_bytes(excess),
+                excess as f64 * 100.0 / peak_allocated.max(1) as f64,
+                format_bytes(peak_allocated),
+                format_bytes(request.rounded_bytes),
+                format_bytes(ev.free_bytes),
+                ev.free_pieces,
+                format_bytes(ev.free_by_pool.largest_same_pool_and_stream_bytes),
+                holes_text(&ev.holes),
+            ),
+            site: ev.holes.first().map(|h| h.site.clone()),
+            bytes: excess,
+            time_us: tl.time_at(k),
+            evidence: Evidence::Fragmentation(ev),
+        });
+    }
 }
 
 fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {

@@ -353,6 +353,8 @@ mod tests {
                 end_allocated_bytes: 0,
                 first_time_us: None,
                 last_time_us: None,
+                iterations: 0,
+                growth: None,
             },
             sites_at_peak: Vec::new(),
         }

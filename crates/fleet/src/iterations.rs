@@ -7,18 +7,36 @@
 //!    least [`MIN_STEPS`] of them on the device. Each step starts a window at the first
 //!    trace entry at or after its START clock; entries before the first step form one
 //!    more window.
-//! 2. **Cycles of allocated bytes**: a training step allocates activations (forward),
-//!    frees them (backward), and returns to a *floor* (weights, optimizer state) before
-//!    the next step. With `lo`, `hi` the minimum and maximum allocated bytes, a cycle is
-//!    a climb above `lo + 3/4·(hi − lo)` after a dip below `lo + 1/4·(hi − lo)`; the
-//!    quarter-range hysteresis ignores the small ups and downs inside a phase. A window
-//!    starts after the lowest point of each dip between two climbs. Accepted when there
-//!    are at least [`MIN_CYCLES`] climbs and they are regular: the longest distance
-//!    between two consecutive climbs (in entries) is at most [`MAX_CYCLE_RATIO`] × the
-//!    shortest. A leak lifts the floor a little each step but leaves the cycles in
-//!    place.
-//! 3. **[`EQUAL_WINDOWS`] equal windows** of entries otherwise.
+//! 2. **The repeated allocation sequence.** A training step with the same shapes makes
+//!    the same allocations in the same order every time: the sequence of `(call site,
+//!    size rounded to 512 B)` of its `alloc` entries repeats with the step's period.
+//!    Only allocations freed in the trace are read: what is never freed — a leak, state
+//!    made once — would shift the sequence from where it starts.
+//!    Candidate periods are the most frequent distances between a use of a token and
+//!    its earlier uses (every token of a step recurs after exactly one period, also
+//!    those a step makes once per layer); a candidate's *match*
+//!    is the share of positions `i` whose token equals the one `period` later. The
+//!    period is the candidate with the best match (the smallest one within
+//!    [`MATCH_TIE`] of it that divides it, so two steps are not taken for one), when
+//!    that match is at least [`MIN_MATCH`], the period is at least
+//!    [`MIN_PERIOD_ALLOCATIONS`], the trace holds at least [`MIN_PERIODS`] periods, and
+//!    the windows *return*: in most of them the allocated bytes at the window's end
+//!    differ from its start by at most [`MAX_KEPT_SHARE`] of its rise, or at most
+//!    [`MAX_KEPT_COUNT_SHARE`] of the allocations it made are still live at its end.
+//!    The last rule is what keeps a single pass from passing for iterations: its layers
+//!    repeat the same allocations, but in a forward pass each layer keeps most of what
+//!    it makes (activations saved for the backward pass) and in a backward pass frees
+//!    more than it makes, while a training step gives back what its forward pass took. Boundaries are put where the allocated bytes are lowest (the
+//!    floor between two steps), and re-synchronised on the boundary's token near each
+//!    expected position, so a step with a few extra allocations (optimizer state made
+//!    by the first one) does not shift the rest. Steps whose sizes change (dynamic
+//!    shapes) do not repeat and need `ProfilerStep` annotations.
+//! 3. **Nothing**: [`IterationSource::NotFound`], one window, and the reason. Windows
+//!    that are not iterations are never made up (four equal windows of a single
+//!    forward pass are not four iterations).
 
+use memscope_snapshot::{Allocations, NONE};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::phases::PhaseList;
@@ -26,12 +44,22 @@ use crate::timeline::Timeline;
 
 /// ProfilerStep scopes needed to use them.
 pub const MIN_STEPS: usize = 2;
-/// Climbs of allocated bytes needed to accept detected cycles.
-pub const MIN_CYCLES: usize = 3;
-/// Longest over shortest interior cycle (entries) for cycles to count as regular.
-pub const MAX_CYCLE_RATIO: f64 = 2.0;
-/// Windows when neither steps nor cycles are found.
-pub const EQUAL_WINDOWS: usize = 4;
+/// Periods the allocation sequence must hold for a period to count.
+pub const MIN_PERIODS: usize = 2;
+/// Share of positions whose token recurs one period later, at least.
+pub const MIN_MATCH: f64 = 0.6;
+/// A smaller period dividing the best one is preferred within this much match.
+pub const MATCH_TIE: f64 = 0.01;
+/// The fewest allocations a training step makes (one per operator at least).
+pub const MIN_PERIOD_ALLOCATIONS: usize = 8;
+/// Largest share of a window's rise still held at its end, in most windows.
+pub const MAX_KEPT_SHARE: f64 = 0.5;
+/// Or: largest share of a window's allocations still live at its end.
+pub const MAX_KEPT_COUNT_SHARE: f64 = 0.25;
+/// Candidate periods tried (the most frequent distances between repeated tokens).
+const MAX_CANDIDATES: usize = 48;
+/// Earlier uses of a token whose distance is a candidate period.
+const LOOK_BACK: usize = 64;
 
 /// Where the iteration boundaries came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,14 +67,25 @@ pub const EQUAL_WINDOWS: usize = 4;
 pub enum IterationSource {
     /// `ProfilerStep#N` annotations.
     ProfilerSteps,
-    /// Detected cycles of allocated bytes.
-    AllocatedCycles,
-    /// Equal windows of trace entries.
-    EqualWindows,
+    /// The repeated sequence of `(call site, size)` allocations.
+    AllocationSequence,
+    /// No iterations: one window, the whole trace.
+    NotFound,
 }
 
-/// Windows of a device's trace, by entry offset.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+impl IterationSource {
+    /// In words, for summaries and the page.
+    pub fn describe(self) -> &'static str {
+        match self {
+            IterationSource::ProfilerSteps => "ProfilerStep annotations",
+            IterationSource::AllocationSequence => "the repeated (call site, size) allocations",
+            IterationSource::NotFound => "no iterations found",
+        }
+    }
+}
+
+/// Iterations of a device's trace, by entry offset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Iterations {
     /// How they were found.
     pub source: IterationSource,
@@ -57,12 +96,26 @@ pub struct Iterations {
     /// The step number of each window for [`IterationSource::ProfilerSteps`] (`None`
     /// for entries before the first step).
     pub steps: Vec<Option<u64>>,
+    /// Whether window 0 is a piece before the first iteration (entries before the first
+    /// `ProfilerStep`, or less than half a period before the first boundary).
+    pub partial_first: bool,
+    /// The period in `alloc` entries, when found from the allocation sequence.
+    pub period_allocations: Option<u32>,
+    /// The share of allocations whose token recurs one period later.
+    pub match_share: Option<f64>,
+    /// Why no iterations were found ([`IterationSource::NotFound`]).
+    pub reason: Option<String>,
 }
 
 impl Iterations {
     /// The number of windows.
     pub fn count(&self) -> usize {
         self.starts.len()
+    }
+
+    /// Whether iterations were found.
+    pub fn found(&self) -> bool {
+        self.source != IterationSource::NotFound
     }
 
     /// The window holding the entry at `offset`.
@@ -78,25 +131,131 @@ impl Iterations {
         self.starts[w] as usize..end as usize
     }
 
-    fn equal(n: usize) -> Iterations {
-        let k = EQUAL_WINDOWS.min(n.max(1));
-        let mut starts: Vec<u32> = (0..k).map(|w| (w * n / k) as u32).collect();
-        starts.dedup();
+    /// Windows that are whole iterations ended before the trace does: all but a
+    /// partial first one and the last one (the snapshot may have cut it).
+    pub fn complete(&self) -> std::ops::Range<usize> {
+        if !self.found() {
+            return 0..0;
+        }
+        let first = usize::from(self.partial_first);
+        first..self.count().saturating_sub(1).max(first)
+    }
+
+    /// The source as in JSON: `profiler_steps`, `allocation_sequence`, `not_found`.
+    pub fn source_name(&self) -> &'static str {
+        match self.source {
+            IterationSource::ProfilerSteps => "profiler_steps",
+            IterationSource::AllocationSequence => "allocation_sequence",
+            IterationSource::NotFound => "not_found",
+        }
+    }
+
+    /// What was found, in words (the CLI and the page print this).
+    pub fn describe(&self) -> String {
+        match self.source {
+            IterationSource::NotFound => format!(
+                "no iterations found ({}): no leak is assessed, there is no per-iteration \
+                 claim to make",
+                self.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+            IterationSource::ProfilerSteps => format!(
+                "{} iterations from ProfilerStep annotations",
+                self.count() - usize::from(self.partial_first)
+            ),
+            source => format!(
+                "{} iterations from {}, every {} allocations ({:.0} % of them recur one \
+                 period later)",
+                self.count() - usize::from(self.partial_first),
+                source.describe(),
+                self.period_allocations.unwrap_or(0),
+                self.match_share.unwrap_or(0.0) * 100.0
+            ),
+        }
+    }
+
+    fn not_found(n: usize, reason: String) -> Iterations {
         Iterations {
-            source: IterationSource::EqualWindows,
-            steps: vec![None; starts.len()],
-            starts,
+            source: IterationSource::NotFound,
+            starts: vec![0],
             entries: n as u32,
+            steps: vec![None],
+            partial_first: false,
+            period_allocations: None,
+            match_share: None,
+            reason: Some(reason),
         }
     }
 }
 
-/// The iterations of a device's trace (see the module docs for the rules).
-pub fn detect(timeline: &Timeline, phases: &PhaseList) -> Iterations {
+/// The iterations of a device's trace (see the module docs for the rules). `sites` is
+/// the call site of each allocation of `allocs` (the replay the timeline was made from).
+pub fn detect(
+    timeline: &Timeline,
+    phases: &PhaseList,
+    allocs: &Allocations,
+    sites: &[u32],
+) -> Iterations {
+    if let Some(it) = from_steps(timeline, phases) {
+        return it;
+    }
     let n = timeline.len();
-    from_steps(timeline, phases)
-        .or_else(|| from_cycles(timeline))
-        .unwrap_or_else(|| Iterations::equal(n))
+    // (alloc offset, site, size in 512 B units, free offset or u32::MAX).
+    let mut seq: Vec<(u32, u32, u64, u32)> = (0..allocs.len())
+        .filter(|&i| allocs.alloc_event[i] != NONE)
+        .map(|i| {
+            let offset = timeline.offset_of(allocs.alloc_event[i]) as u32;
+            let end = match allocs.free_event[i] {
+                NONE => u32::MAX,
+                e => timeline.offset_of(e) as u32,
+            };
+            (offset, sites[i], allocs.size[i].div_ceil(512), end)
+        })
+        .collect();
+    seq.sort_unstable_by_key(|s| s.0);
+    let offsets: Vec<u32> = seq.iter().map(|s| s.0).collect();
+    let ends: Vec<u32> = seq.iter().map(|s| s.3).collect();
+    // The period is read from the allocations that are freed in the trace: what is never
+    // freed (a leak, optimizer state made once) would shift the sequence where it
+    // starts, and is what the iterations are then asked about.
+    let freed: Vec<&(u32, u32, u64, u32)> = seq.iter().filter(|s| s.3 != u32::MAX).collect();
+    let freed_offsets: Vec<u32> = freed.iter().map(|s| s.0).collect();
+    let tokens = tokens(freed.iter().map(|s| (s.1, s.2)));
+    let all = Allocated {
+        offsets: &offsets,
+        ends: &ends,
+    };
+    if let Some(it) = from_sequence(timeline, &all, &freed_offsets, &tokens) {
+        return it;
+    }
+    let reason = if offsets.len() < 2 * MIN_PERIODS {
+        format!(
+            "{} allocations in the trace: too few to repeat",
+            offsets.len()
+        )
+    } else {
+        "the allocations do not repeat as a training step does (a single pass, or \
+         steps of different shapes)"
+            .to_owned()
+    };
+    Iterations::not_found(n, reason)
+}
+
+/// Every allocation of the trace: its `alloc` offset and the offset that ended it
+/// (`u32::MAX` if live at the end), by `alloc` offset.
+struct Allocated<'a> {
+    offsets: &'a [u32],
+    ends: &'a [u32],
+}
+
+/// Dense ids for distinct tokens.
+fn tokens(items: impl Iterator<Item = (u32, u64)>) -> Vec<u32> {
+    let mut ids: FxHashMap<(u32, u64), u32> = FxHashMap::default();
+    items
+        .map(|t| {
+            let next = ids.len() as u32;
+            *ids.entry(t).or_insert(next)
+        })
+        .collect()
 }
 
 fn from_steps(timeline: &Timeline, phases: &PhaseList) -> Option<Iterations> {
@@ -133,92 +292,216 @@ fn from_steps(timeline: &Timeline, phases: &PhaseList) -> Option<Iterations> {
     }
     Some(Iterations {
         source: IterationSource::ProfilerSteps,
+        partial_first: labels[0].is_none(),
         starts,
         entries: timeline.len() as u32,
         steps: labels,
+        period_allocations: None,
+        match_share: None,
+        reason: None,
     })
 }
 
-fn from_cycles(timeline: &Timeline) -> Option<Iterations> {
-    let levels = &timeline.allocated;
-    let lo = *levels.iter().min()?;
-    let hi = *levels.iter().max()?;
-    if hi <= lo {
-        return None;
-    }
-    let range = hi - lo;
-    let (low, high) = (lo + range / 4, lo + range - range / 4);
-    let mut climbs: Vec<usize> = Vec::new();
-    let mut dipped = false;
-    let mut trough: Option<(u64, usize)> = None;
-    let mut starts = vec![0u32];
-    for (k, &level) in levels.iter().enumerate() {
-        if level >= high {
-            if climbs.is_empty() || dipped {
-                climbs.push(k);
-                if let Some((_, at)) = trough.take() {
-                    starts.push((at + 1) as u32);
-                }
+/// Share of positions whose token recurs `lag` later.
+fn match_share(tokens: &[u32], lag: usize) -> f64 {
+    let n = tokens.len() - lag;
+    let same = (0..n).filter(|&i| tokens[i] == tokens[i + lag]).count();
+    same as f64 / n as f64
+}
+
+/// Candidate periods: the most frequent distances between a use of a token and its
+/// earlier uses (up to [`LOOK_BACK`] of them: a token a step makes several times, once
+/// per layer, recurs one period later only some uses back).
+fn candidates(tokens: &[u32]) -> Vec<usize> {
+    let mut uses: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+    let mut gaps: FxHashMap<usize, u32> = FxHashMap::default();
+    let longest = tokens.len() / MIN_PERIODS;
+    for (i, &t) in tokens.iter().enumerate() {
+        let before = uses.entry(t).or_default();
+        for &prev in before.iter().rev().take(LOOK_BACK) {
+            let gap = i - prev;
+            if gap > longest {
+                break;
             }
-            dipped = false;
-        } else if level <= low && !climbs.is_empty() {
-            dipped = true;
-            if trough.is_none_or(|(min, _)| level < min) {
-                trough = Some((level, k));
+            if gap >= MIN_PERIOD_ALLOCATIONS {
+                *gaps.entry(gap).or_default() += 1;
             }
         }
+        before.push(i);
     }
-    if climbs.len() < MIN_CYCLES {
+    let mut by_count: Vec<(usize, u32)> = gaps.into_iter().filter(|g| g.1 >= 2).collect();
+    by_count.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    by_count.truncate(MAX_CANDIDATES);
+    by_count.into_iter().map(|g| g.0).collect()
+}
+
+fn from_sequence(
+    timeline: &Timeline,
+    all: &Allocated,
+    offsets: &[u32],
+    tokens: &[u32],
+) -> Option<Iterations> {
+    if tokens.len() < 2 * MIN_PERIODS {
         return None;
     }
-    let gaps: Vec<usize> = climbs.windows(2).map(|w| w[1] - w[0]).collect();
-    if let (Some(&short), Some(&long)) = (gaps.iter().min(), gaps.iter().max()) {
-        if long as f64 > MAX_CYCLE_RATIO * short as f64 {
-            return None;
+    let mut scored: Vec<(usize, f64)> = candidates(tokens)
+        .into_iter()
+        .map(|lag| (lag, match_share(tokens, lag)))
+        .filter(|c| c.1 >= MIN_MATCH)
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut built: FxHashMap<usize, Option<Iterations>> = FxHashMap::default();
+    let mut build = |lag: usize, share: f64| {
+        built
+            .entry(lag)
+            .or_insert_with(|| windows(timeline, all, offsets, tokens, lag, share))
+            .clone()
+    };
+    for &(lag, share) in &scored {
+        let Some(best) = build(lag, share) else {
+            continue;
+        };
+        // Prefer a divisor of the period matching about as well: one step, not two.
+        let smaller = scored
+            .iter()
+            .filter(|c| c.0 < lag && lag % c.0 == 0 && c.1 >= share - MATCH_TIE)
+            .map(|c| c.0)
+            .min();
+        if let Some(small) = smaller {
+            let s = scored.iter().find(|c| c.0 == small).map_or(share, |c| c.1);
+            if let Some(it) = build(small, s) {
+                return Some(it);
+            }
         }
+        return Some(best);
     }
-    Some(Iterations {
-        source: IterationSource::AllocatedCycles,
+    None
+}
+
+/// Iteration windows for a period of `lag` allocations, if they return.
+fn windows(
+    timeline: &Timeline,
+    all: &Allocated,
+    offsets: &[u32],
+    tokens: &[u32],
+    lag: usize,
+    share: f64,
+) -> Option<Iterations> {
+    let n = tokens.len();
+    if n < MIN_PERIODS * lag {
+        return None;
+    }
+    // The phase whose boundaries sit lowest: Σ allocated bytes before them.
+    let level = |i: usize| timeline.allocated_before(offsets[i] as usize) as u128;
+    let phase = (0..lag)
+        .min_by_key(|&p| (p..n).step_by(lag).map(level).sum::<u128>())
+        .unwrap_or(0);
+    // Boundaries: the phase's token near each expected position.
+    let anchor = tokens[phase];
+    let slack = (lag / 4).max(1);
+    let mut bounds = vec![phase];
+    loop {
+        let expected = bounds[bounds.len() - 1] + lag;
+        if expected >= n {
+            break;
+        }
+        let lo = expected
+            .saturating_sub(slack)
+            .max(bounds[bounds.len() - 1] + 1);
+        let hi = (expected + slack).min(n - 1);
+        let found = (lo..=hi)
+            .filter(|&i| tokens[i] == anchor)
+            .min_by_key(|&i| i.abs_diff(expected));
+        bounds.push(found.unwrap_or(expected));
+    }
+    let mut starts: Vec<u32> = bounds.iter().map(|&i| offsets[i]).collect();
+    starts.dedup();
+    // Less than half a period before the first boundary is a piece; more counts as an
+    // iteration (the trace started a little after a step began).
+    let partial_first = starts[0] != 0 && phase < lag / 2;
+    if starts[0] != 0 {
+        starts.insert(0, 0);
+    }
+    let it = Iterations {
+        source: IterationSource::AllocationSequence,
         steps: vec![None; starts.len()],
+        partial_first,
         starts,
-        entries: levels.len() as u32,
-    })
+        entries: timeline.len() as u32,
+        period_allocations: Some(lag as u32),
+        match_share: Some(share),
+        reason: None,
+    };
+    if it.complete().len() + 1 < MIN_PERIODS || !returns(timeline, all, &it) {
+        return None;
+    }
+    Some(it)
+}
+
+/// Whether most whole windows give back what they took: their allocated bytes end
+/// within [`MAX_KEPT_SHARE`] of their rise from where they started, or at most
+/// [`MAX_KEPT_COUNT_SHARE`] of the allocations they made are still live at their end (a
+/// leak larger than the step's own working memory is still a few allocations of many).
+fn returns(timeline: &Timeline, all: &Allocated, it: &Iterations) -> bool {
+    let (offsets, ends) = (all.offsets, all.ends);
+    let windows: Vec<std::ops::Range<usize>> = it.complete().map(|w| it.range(w)).collect();
+    if windows.is_empty() {
+        return false;
+    }
+    let giving_back = windows
+        .iter()
+        .filter(|r| {
+            let start = timeline.allocated_before(r.start) as f64;
+            let end = timeline.allocated_before(r.end) as f64;
+            let peak = timeline.allocated[r.start..r.end]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0) as f64;
+            let bytes_back = (end - start).abs() <= MAX_KEPT_SHARE * (peak - start).max(0.0);
+            let first = offsets.partition_point(|&o| (o as usize) < r.start);
+            let last = offsets.partition_point(|&o| (o as usize) < r.end);
+            let made = last - first;
+            let kept = ends[first..last]
+                .iter()
+                .filter(|&&e| e as usize >= r.end)
+                .count();
+            bytes_back || (made > 0 && (kept as f64) <= MAX_KEPT_COUNT_SHARE * made as f64)
+        })
+        .count();
+    2 * giving_back > windows.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn timeline(levels: &[u64]) -> Timeline {
-        Timeline {
-            allocated: levels.to_vec(),
-            reserved: vec![0; levels.len()],
-            ..Timeline::default()
-        }
+    fn match_of(tokens: &[u32]) -> Vec<usize> {
+        let mut c = candidates(tokens);
+        c.sort_unstable();
+        c
     }
 
     #[test]
-    fn cycles_start_after_each_dip() {
-        // Three steps on a rising floor (a leak): 0-based offsets of the dips' minima
-        // are 4 and 9.
-        let tl = timeline(&[0, 50, 100, 40, 2, 60, 104, 50, 30, 6, 70, 108, 20]);
-        let it = detect(&tl, &PhaseList::default());
-        assert_eq!(it.source, IterationSource::AllocatedCycles);
-        assert_eq!(it.starts, [0, 5, 10]);
-        assert_eq!(it.window_of(9), 1);
-        assert_eq!(it.range(2), 10..13);
-    }
-
-    #[test]
-    fn irregular_or_few_cycles_fall_back_to_equal_windows() {
-        let tl = timeline(&[0, 100, 0, 100]);
-        let it = detect(&tl, &PhaseList::default());
-        assert_eq!(it.source, IterationSource::EqualWindows);
-        assert_eq!(it.starts, [0, 1, 2, 3]);
-        let tl = timeline(&[0, 100, 0, 100, 0, 0, 0, 0, 0, 0, 0, 100, 0]);
-        assert_eq!(
-            detect(&tl, &PhaseList::default()).source,
-            IterationSource::EqualWindows
-        );
+    fn repeated_tokens_give_their_period_as_a_candidate() {
+        let step = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+        let tokens: Vec<u32> = step.iter().cycle().take(36).copied().collect();
+        // The period and its multiple (up to half the sequence).
+        assert_eq!(match_of(&tokens), [9, 18]);
+        assert!((match_share(&tokens, 9) - 1.0).abs() < 1e-9);
+        assert!(match_share(&tokens, 3) < 0.01);
+        // A token made once per layer, four layers a step: the step's period is found
+        // four uses back.
+        let layered: Vec<u32> = [1, 2, 1, 2, 1, 2, 1, 2, 3, 4]
+            .iter()
+            .cycle()
+            .take(40)
+            .copied()
+            .collect();
+        assert!(match_of(&layered).contains(&10));
+        // Shorter distances than a step can be are no candidates.
+        assert!(match_of(&[7; 40])
+            .iter()
+            .all(|&l| l >= MIN_PERIOD_ALLOCATIONS));
     }
 }

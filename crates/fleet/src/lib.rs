@@ -20,7 +20,7 @@
 //!   diff by call site ([`compare`](mod@compare)).
 //! - [`rank_anomalies`] + [`outlier_anomalies`]: leak suspects, pending-free stalls,
 //!   OOMs, fragmentation, outliers — each with evidence and a stable key
-//!   ([`anomaly`]).
+//!   ([`anomaly`]); ranks whose iteration floor keeps growing ([`FloorGrowth`]).
 //! - [`PhaseLanes`]: `external_annotations` START/END paired into intervals on one time
 //!   axis ([`phases`](mod@phases)).
 //!
@@ -71,7 +71,10 @@ pub mod timeline;
 use memscope_snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
-pub use anomaly::{outlier_anomalies, rank_anomalies, Anomaly, AnomalyKind, Evidence, Thresholds};
+pub use anomaly::{
+    outlier_anomalies, rank_anomalies, Anomaly, AnomalyKind, Evidence, FragmentationEvidence,
+    FragmentationTrigger, HoleSource, LeakEvidence, Thresholds,
+};
 pub use compare::{
     combine, compare, compare_side, curve_axis, side_curve, sort_sites, Align, Change, CompareSide,
     Comparison, Curves, SideInfo, SideSite, SiteDiff, SiteSide, SortKey, StackFigure,
@@ -81,7 +84,9 @@ pub use config::{
 };
 pub use heatmap::{heat_row, Axis, AxisKind, HeatRow, Heatmap};
 pub use iterations::{IterationSource, Iterations};
-pub use overview::{Metric, Outlier, OutlierRule, Overview, RankFacts, RankFigures, RankRow};
+pub use overview::{
+    FloorGrowth, Metric, Outlier, OutlierRule, Overview, RankFacts, RankFigures, RankRow,
+};
 pub use phases::{phases, Phase, PhaseLanes, PhaseList, RankPhases};
 pub use rank::{RankId, RankModel};
 pub use sites::{Site, SiteTable};
@@ -122,6 +127,18 @@ pub struct FleetReport {
     pub anomalies: Vec<Anomaly>,
     /// Phases of every rank on one axis.
     pub phase_lanes: PhaseLanes,
+    /// The iterations found on each rank, in input order ([`Iterations::describe`] says
+    /// what they are, or why there are none and no leak is assessed).
+    pub iterations: Vec<RankIterations>,
+}
+
+/// The iterations of one (file, device).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankIterations {
+    /// Which file and device.
+    pub id: RankId,
+    /// What was found.
+    pub iterations: Iterations,
 }
 
 impl FleetReport {
@@ -131,7 +148,12 @@ impl FleetReport {
         let overview = Overview::new(&facts, thresholds.outliers);
         let mut anomalies = outlier_anomalies(&overview);
         let mut lanes = Vec::with_capacity(reports.len());
+        let mut iterations = Vec::with_capacity(reports.len());
         for r in reports {
+            iterations.push(RankIterations {
+                id: r.facts.figures.id.clone(),
+                iterations: r.iterations,
+            });
             anomalies.extend(r.anomalies);
             lanes.push(RankPhases {
                 file: r.facts.figures.id.path.clone(),
@@ -145,6 +167,7 @@ impl FleetReport {
             overview,
             anomalies,
             phase_lanes: PhaseLanes::new(lanes),
+            iterations,
         }
     }
 }

@@ -27,6 +27,18 @@
 //!
 //! Each outlier is explained by the call sites that hold more at its peak than at the
 //! peak of the *reference* rank (the row whose value is closest to the median).
+//!
+//! # Growing ranks
+//!
+//! A leak on one rank of many may lift its peak by only a few percent — far below the
+//! outlier gap — while it is the rank that will run out of memory. So each row also
+//! carries [`FloorGrowth`] when the allocated bytes at the end of each whole iteration
+//! ([`crate::iterations`]) keep growing: measured at the start of the first whole
+//! iteration and the end of every whole one (at least [`MIN_GROWTH_ITERATIONS`]
+//! iterations), they rise by at least [`MIN_GROWTH_BYTES_PER_ITERATION`] per iteration
+//! on average, rise in at least three quarters of the iterations, and never fall by
+//! more than that average. A healthy step returns to the same floor every time; a rank
+//! without iterations (a single pass) is never flagged.
 
 use memscope_snapshot::{DeviceSummary, Snapshot};
 use serde::{Deserialize, Serialize};
@@ -69,6 +81,49 @@ pub struct SiteBytes {
     pub count: u64,
 }
 
+/// Whole iterations a growing floor is judged over.
+pub const MIN_GROWTH_ITERATIONS: usize = 2;
+/// Average growth per iteration that counts (1 MiB, as a leak suspect's minimum).
+pub const MIN_GROWTH_BYTES_PER_ITERATION: u64 = 1 << 20;
+
+/// The allocated bytes at the end of each iteration keep growing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloorGrowth {
+    /// Allocated bytes at the start of the first whole iteration, then at the end of
+    /// each whole iteration.
+    pub iteration_end_bytes: Vec<u64>,
+    /// Their average rise per iteration.
+    pub bytes_per_iteration: u64,
+}
+
+impl FloorGrowth {
+    /// The growth of `model`'s iteration floors, if it keeps growing.
+    pub fn of(model: &RankModel) -> Option<FloorGrowth> {
+        let it = &model.iterations;
+        let whole = it.complete();
+        if whole.len() < MIN_GROWTH_ITERATIONS {
+            return None;
+        }
+        let tl = &model.timeline;
+        let mut levels = vec![tl.allocated_before(it.range(whole.start).start)];
+        levels.extend(whole.map(|w| tl.allocated_before(it.range(w).end)));
+        let k = levels.len() - 1;
+        let rise = levels[k].saturating_sub(levels[0]) / k as u64;
+        let steps: Vec<i128> = levels
+            .windows(2)
+            .map(|w| i128::from(w[1]) - i128::from(w[0]))
+            .collect();
+        let up = steps.iter().filter(|&&d| d > 0).count();
+        let grows = rise >= MIN_GROWTH_BYTES_PER_ITERATION
+            && 4 * up >= 3 * k
+            && steps.iter().all(|&d| d >= -i128::from(rise));
+        grows.then_some(FloorGrowth {
+            iteration_end_bytes: levels,
+            bytes_per_iteration: rise,
+        })
+    }
+}
+
 /// The overview figures of one (file, device).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankFigures {
@@ -95,6 +150,10 @@ pub struct RankFigures {
     pub first_time_us: Option<i64>,
     /// Latest `time_us`.
     pub last_time_us: Option<i64>,
+    /// Iterations found ([`crate::iterations`]; 0 when none).
+    pub iterations: u32,
+    /// Set when the allocated bytes at the end of each iteration keep growing.
+    pub growth: Option<FloorGrowth>,
 }
 
 /// What the overview and the anomalies know of one (file, device).
@@ -140,6 +199,12 @@ impl RankFacts {
                 .unwrap_or(model.timeline.initial_allocated),
             first_time_us: s.first_time_us,
             last_time_us: s.last_time_us,
+            iterations: if model.iterations.found() {
+                model.iterations.count() as u32
+            } else {
+                0
+            },
+            growth: FloorGrowth::of(model),
         };
         RankFacts {
             figures,
@@ -354,6 +419,8 @@ mod tests {
                     end_allocated_bytes: 0,
                     first_time_us: None,
                     last_time_us: None,
+                    iterations: 0,
+                    growth: None,
                 },
                 sites_at_peak: Vec::new(),
             })

@@ -82,13 +82,13 @@ impl RankModel {
         let device = allocs.device;
         let timeline = Timeline::new(snap, &allocs);
         let mut sites = SiteTable::new();
-        let alloc_site = allocs
+        let alloc_site: Vec<u32> = allocs
             .stack
             .iter()
             .map(|&s| sites.site_of(snap, s))
             .collect();
         let phases = phases::phases(snap, Some(device));
-        let iterations = iterations::detect(&timeline, &phases);
+        let iterations = iterations::detect(&timeline, &phases, &allocs, &alloc_site);
         RankModel {
             id: RankId::new(path, device),
             allocs,

@@ -1,5 +1,5 @@
-//! Phase pairing, compare and the heatmap on real corpus snapshots; the configuration
-//! grid on hand-written names.
+//! Phase pairing, compare, the heatmap and the anomalies on real corpus snapshots; the
+//! configuration grid on hand-written names.
 //!
 //! Expected clocks were read off the files with CPython's `pickle`; expected peaks come
 //! from `tests/fixtures/expected/corpus.jsonl` (the CPython reference,
@@ -13,8 +13,9 @@ use std::path::PathBuf;
 
 use memscope_fleet::heatmap::heat_row;
 use memscope_fleet::{
-    compare, config_grid, parse_settings, phases, run_name, Align, Axis, AxisKind, CellStatus,
-    Change, RankFacts, RankModel, Run, RunStatus,
+    compare, config_grid, parse_settings, phases, rank_anomalies, run_name, Align, AnomalyKind,
+    Axis, AxisKind, CellStatus, Change, IterationSource, RankFacts, RankModel, Run, RunStatus,
+    Thresholds,
 };
 use memscope_snapshot::{load_bytes, Snapshot};
 use serde_json::Value;
@@ -338,4 +339,52 @@ fn the_grid_marks_missing_failed_oom_and_capacity() {
     assert_eq!(cell.fraction, Some(0.75));
     assert_eq!(cell.runs, ["tp2_pp1", "tp2_pp1_mbs2"]);
     assert_eq!(grid.cells[0][2].peak_bytes, None);
+}
+
+/// The corpus holds single passes and a single step, no training loop: no leak, no
+/// fragmentation, no growing floor, and no iterations where there are none. The forward
+/// passes that keep their activations for the backward pass (the
+/// `forward-activations-kept` pair) repeat their layers' allocations, but memory only
+/// climbs: those are not iterations. The full step (`fullstep`) is one step. (Passes
+/// whose layers give back what they take, like `forward-fp32`, show their layers as
+/// repetitions; nothing is retained there.)
+#[test]
+fn no_leak_and_no_made_up_iterations_on_single_passes() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/corpus/real");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11, "{names:?}");
+    let th = Thresholds::default();
+    for name in &names {
+        let (path, snap) = corpus(name);
+        for model in RankModel::all(&path, &snap) {
+            let found = rank_anomalies(&snap, &model, &th);
+            let kinds: Vec<AnomalyKind> = found.iter().map(|a| a.kind).collect();
+            assert!(
+                !kinds.contains(&AnomalyKind::LeakSuspect)
+                    && !kinds.contains(&AnomalyKind::Fragmentation),
+                "{name}: {:#?}",
+                found.iter().map(|a| &a.summary).collect::<Vec<_>>()
+            );
+            assert!(
+                RankFacts::new(&snap, &model).figures.growth.is_none(),
+                "{name}"
+            );
+            let single =
+                name.starts_with("forward-activations-kept") || name.starts_with("fullstep");
+            if single {
+                assert_eq!(
+                    model.iterations.source,
+                    IterationSource::NotFound,
+                    "{name}: {}",
+                    model.iterations.describe()
+                );
+                assert_eq!(model.iterations.count(), 1);
+                assert!(model.iterations.complete().is_empty());
+            }
+        }
+    }
 }

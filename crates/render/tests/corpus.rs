@@ -79,7 +79,7 @@ fn peaks_equal_the_python_reference_and_full_views_add_up() {
             }
         }
     }
-    assert_eq!(devices, 10, "file-device pairs in the reference");
+    assert_eq!(devices, 12, "file-device pairs in the reference");
 }
 
 fn fullstep() -> (Snapshot, Allocations, TimelineIndex) {

@@ -40,7 +40,12 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-fleet",
-        &["memscope-snapshot", "memscope-pickle", "memscope-json"],
+        &[
+            "memscope-snapshot",
+            "memscope-analysis",
+            "memscope-pickle",
+            "memscope-json",
+        ],
         Browser::Never,
     ),
     (
@@ -50,7 +55,12 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-bench",
-        &["memscope-pickle", "memscope-json", "memscope-snapshot"],
+        &[
+            "memscope-pickle",
+            "memscope-json",
+            "memscope-snapshot",
+            "memscope-fleet",
+        ],
         Browser::NotNative,
     ),
     (

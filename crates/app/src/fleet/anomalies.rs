@@ -3,13 +3,13 @@
 //! the rank's timeline, zoomed to the moment, with its allocations selected.
 
 use memscope_fleet::anomaly::{
-    LeakEvidence, OomEvidence, SegmentGrowthEvidence, StallEvidence, SustainedEvidence,
+    FragmentationEvidence, FragmentationTrigger, LeakEvidence, OomEvidence, StallEvidence,
 };
-use memscope_fleet::{Anomaly, AnomalyKind, Evidence, IterationSource, Outlier, Thresholds};
+use memscope_fleet::{Anomaly, AnomalyKind, Evidence, Outlier, Thresholds};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use web_sys::{Element, HtmlElement};
 
-use super::{bytes_cell, data, focus, who_label, Combined, Target, Window};
+use super::{bytes_cell, data, focus, who_label, Combined, Moment, Target, Window};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text};
 
@@ -30,20 +30,21 @@ fn kind_rule(kind: AnomalyKind) -> String {
     match kind {
         AnomalyKind::Oom => "Every oom entry of the trace.".to_owned(),
         AnomalyKind::LeakSuspect => format!(
-            "A call site whose allocations, made in at least half of the iterations before \
-             the last (every window when iterations are 4 equal windows), are never freed, \
-             {} or more in all.",
+            "A call site whose allocations are never freed in at least {} whole iterations, \
+             and in {:.0} % of them from the first one on, {} or more in all. Iterations \
+             come from ProfilerStep annotations or the repeated (call site, size) \
+             allocations; a trace without iterations (a single pass) gets no leak.",
+            th.leak_min_iterations,
+            th.leak_min_share_since_first * 100.0,
             format_bytes(th.leak_min_bytes)
         ),
         AnomalyKind::RankOutlier => super::overview::rule_text(),
         AnomalyKind::Fragmentation => format!(
-            "Segments allocated while the cache held enough free bytes for the request \
-             (requests over {}), or reserved bytes above the peak of allocated bytes by \
-             {:.0} % of peak reserved and {} for at least {:.0} % of the trace.",
-            format_bytes(th.fragmentation_small_request_bytes),
-            th.sustained_min_excess_share * 100.0,
-            format_bytes(th.sustained_min_excess_bytes),
-            th.sustained_min_duration_share * 100.0
+            "Cached bytes that could not serve a request by the allocator's rule (a free \
+             block of the same pool, stream and rounded size): at an OOM, when they would \
+             have covered it; or peak reserved above peak allocated by {:.0} % and {}.",
+            th.fragmentation_min_excess_share * 100.0,
+            format_bytes(th.fragmentation_min_excess_bytes),
         ),
         AnomalyKind::PendingFreeStall => format!(
             "free_requested → free_completed taking {} or more (the block was in use on \
@@ -88,18 +89,17 @@ fn table(head: &[&str], rows: Vec<Vec<String>>) -> HtmlElement {
 }
 
 fn leak_evidence(ev: &LeakEvidence) -> Vec<HtmlElement> {
-    let source = match ev.iterations {
-        IterationSource::ProfilerSteps => "ProfilerStep annotations",
-        IterationSource::AllocatedCycles => "cycles of allocated bytes",
-        IterationSource::EqualWindows => "4 equal windows of the trace",
-    };
+    let mut source = ev.iterations.describe().to_owned();
+    if let Some(p) = ev.period_allocations {
+        source += &format!(", every {} allocations", format_count(u64::from(p)));
+    }
     let facts = facts_list(&[
-        ("Iterations from", source.to_owned()),
+        ("Iterations from", source),
         (
             "Retained in",
             format!(
-                "{} of {} iterations before the last",
-                ev.windows_with_retained, ev.windows_considered
+                "{} of {} whole iterations from the first leaking one ({} whole in all)",
+                ev.iterations_with_retained, ev.iterations_since_first, ev.iterations_counted
             ),
         ),
         (
@@ -118,9 +118,17 @@ fn leak_evidence(ev: &LeakEvidence) -> Vec<HtmlElement> {
         .windows
         .iter()
         .map(|w| {
+            let name = w
+                .step
+                .map_or(format!("{}", w.window), |s| format!("step {s}"));
             vec![
-                w.step
-                    .map_or(format!("window {}", w.window), |s| format!("step {s}")),
+                if w.counted {
+                    name
+                } else {
+                    format!("{name} (not counted)")
+                },
+                format!("entry #{}", format_count(w.start_offset)),
+                opt_time(w.start_time_us),
                 format_bytes(w.retained_bytes),
                 format_count(w.retained_allocations),
                 format_bytes(w.live_bytes_at_end),
@@ -130,7 +138,14 @@ fn leak_evidence(ev: &LeakEvidence) -> Vec<HtmlElement> {
     vec![
         facts,
         table(
-            &["iteration", "kept", "allocations", "site holds at its end"],
+            &[
+                "iteration",
+                "starts at",
+                "clock",
+                "kept",
+                "allocations",
+                "site holds at its end",
+            ],
             rows,
         ),
     ]
@@ -217,59 +232,79 @@ fn oom_evidence(ev: &OomEvidence) -> Vec<HtmlElement> {
     ]
 }
 
-fn growth_evidence(ev: &SegmentGrowthEvidence) -> Vec<HtmlElement> {
-    let facts = facts_list(&[(
-        "Segments grown needlessly",
-        format!(
-            "{} of {} large-request segments ({})",
-            format_count(ev.events),
-            format_count(ev.segment_events),
-            format_bytes(ev.segment_bytes)
+fn fragmentation_evidence(ev: &FragmentationEvidence) -> Vec<HtmlElement> {
+    let when = match ev.trigger {
+        FragmentationTrigger::Oom => format!("the OOM at entry #{}", format_count(ev.offset)),
+        FragmentationTrigger::PeakReserved => format!(
+            "the segment that made the peak of reserved bytes (entry #{})",
+            format_count(ev.offset)
         ),
-    )]);
+    };
+    let request = match (ev.request_bytes, &ev.request_pool) {
+        (Some(b), Some(p)) => format!("{} ({p} pool)", format_bytes(b)),
+        (Some(b), None) => format_bytes(b),
+        _ => "—".to_owned(),
+    };
+    let f = &ev.free_by_pool;
+    let facts = facts_list(&[
+        ("Costs", format_bytes(ev.cost_bytes)),
+        ("At", when),
+        ("Request", request),
+        (
+            "Free then",
+            format!(
+                "{} in {} pieces ({} reserved, {} in blocks)",
+                format_bytes(ev.free_bytes),
+                format_count(ev.free_pieces),
+                format_bytes(ev.reserved_bytes),
+                format_bytes(ev.block_bytes)
+            ),
+        ),
+        (
+            "Same pool and stream",
+            format!(
+                "{} free, largest piece {}",
+                format_bytes(f.same_pool_and_stream_bytes),
+                format_bytes(f.largest_same_pool_and_stream_bytes)
+            ),
+        ),
+        (
+            "Unusable elsewhere",
+            format!(
+                "{} other pool, {} other streams, {} private pools",
+                format_bytes(f.other_pool_bytes),
+                format_bytes(f.other_stream_bytes),
+                format_bytes(f.private_pool_bytes)
+            ),
+        ),
+        (
+            "Peaks",
+            format!(
+                "{} allocated, {} reserved",
+                format_bytes(ev.peak_allocated_bytes),
+                format_bytes(ev.peak_reserved_bytes)
+            ),
+        ),
+    ]);
     let rows = ev
-        .worst
+        .holes
         .iter()
-        .map(|g| {
+        .map(|h| {
             vec![
-                format!("{} at entry #{}", g.action, format_count(g.offset)),
-                format_bytes(g.segment_bytes),
-                format_bytes(g.request_bytes),
-                format_bytes(u64::try_from(g.cached_free_bytes).unwrap_or(0)),
+                h.site.label.clone(),
+                format_bytes(h.block_bytes),
+                format_count(h.allocations),
+                format_bytes(h.hole_bytes),
             ]
         })
         .collect();
     vec![
         facts,
-        table(&["segment", "size", "request", "cached free"], rows),
+        table(
+            &["holes left by", "block size", "allocations", "free bytes"],
+            rows,
+        ),
     ]
-}
-
-fn sustained_evidence(ev: &SustainedEvidence) -> Vec<HtmlElement> {
-    vec![facts_list(&[
-        ("Peak allocated", format_bytes(ev.peak_allocated_bytes)),
-        (
-            "Peak reserved",
-            format_bytes(u64::try_from(ev.peak_reserved_bytes).unwrap_or(0)),
-        ),
-        (
-            "Largest excess",
-            format_bytes(u64::try_from(ev.max_excess_bytes).unwrap_or(0)),
-        ),
-        ("Counts from", format_bytes(ev.threshold_bytes)),
-        (
-            "Held for",
-            format!(
-                "{} ({:.0} % of the trace)",
-                ev.duration_us.map_or(
-                    format!("{} entries", format_count(ev.entries)),
-                    format_duration_us
-                ),
-                ev.share * 100.0
-            ),
-        ),
-        ("From", opt_time(ev.from_time_us)),
-    ])]
 }
 
 fn outlier_evidence(o: &Outlier) -> Vec<HtmlElement> {
@@ -336,7 +371,7 @@ fn target_of(c: &Combined, a: &Anomaly) -> Option<Target> {
     let facts = &c.facts[c.row_of(&a.id)?];
     let window = match &a.evidence {
         // A leak is the whole trace's rising floor.
-        Evidence::Leak(_) | Evidence::SustainedExcess(_) => None,
+        Evidence::Leak(_) => None,
         Evidence::Stall(ev) => ev.worst.first().map(|s| {
             let end = s.completed_us.unwrap_or(s.requested_us + s.gap_us);
             let pad = (end - s.requested_us).max(1_000) / 2;
@@ -346,11 +381,20 @@ fn target_of(c: &Combined, a: &Anomaly) -> Option<Target> {
             }
         }),
         Evidence::Oom(ev) => Window::around(facts, a.time_us, Some(ev.offset)),
-        Evidence::SegmentGrowth(ev) => {
-            let w = ev.worst.first();
-            Window::around(facts, w.and_then(|g| g.time_us), w.map(|g| g.offset))
-        }
+        Evidence::Fragmentation(ev) => Window::around(facts, ev.time_us, Some(ev.offset)),
         Evidence::Outlier(_) => Window::around(facts, a.time_us, None),
+    };
+    // The moment the side panel shows: the evidence's own entry where there is one.
+    let offset = match &a.evidence {
+        Evidence::Leak(ev) => Some(ev.show_offset),
+        Evidence::Oom(ev) => Some(ev.offset),
+        Evidence::Fragmentation(ev) => Some(ev.offset),
+        Evidence::Stall(_) | Evidence::Outlier(_) => None,
+    };
+    let moment = match (a.time_us, offset) {
+        (_, Some(o)) => Some(Moment::Entry(o)),
+        (Some(t), None) => Some(Moment::Time(t)),
+        (None, None) => None,
     };
     let (ids, total_ids) = ids_of(a);
     let what = a.site.as_ref().map_or(kind_text(a.kind).to_owned(), |s| {
@@ -360,6 +404,7 @@ fn target_of(c: &Combined, a: &Anomaly) -> Option<Target> {
         key,
         device,
         window,
+        moment,
         ids,
         total_ids,
         label: what,
@@ -379,6 +424,17 @@ pub fn render(app: &App) {
     if ranks == 0 {
         return;
     }
+    // What each rank's leak check stands on: its iterations, or why there are none.
+    let notes = el("ul", "iteration-notes hint");
+    for r in &c.report.iterations {
+        let li = el_text(
+            "li",
+            "",
+            &format!("{}: {}", who_label(&r.id), r.iterations.describe()),
+        );
+        attr(&li, "data-iterations", r.iterations.source_name());
+        append(&notes, &li);
+    }
     if list.is_empty() {
         let p = el_text(
             "p",
@@ -391,6 +447,7 @@ pub fn render(app: &App) {
             ),
         );
         append(&body, &p);
+        append(&body, &notes);
         return;
     }
     append(
@@ -469,8 +526,7 @@ pub fn render(app: &App) {
             Evidence::Leak(ev) => leak_evidence(ev),
             Evidence::Stall(ev) => stall_evidence(ev),
             Evidence::Oom(ev) => oom_evidence(ev),
-            Evidence::SegmentGrowth(ev) => growth_evidence(ev),
-            Evidence::SustainedExcess(ev) => sustained_evidence(ev),
+            Evidence::Fragmentation(ev) => fragmentation_evidence(ev),
             Evidence::Outlier(o) => outlier_evidence(o),
         };
         for p in parts {
@@ -480,6 +536,7 @@ pub fn render(app: &App) {
         append(&ol, &li);
     }
     append(&body, &ol);
+    append(&body, &notes);
 }
 
 fn anomaly_at<'a>(app: &'a App, target: &Element) -> Option<(&'a Combined, &'a Anomaly)> {

@@ -23,7 +23,9 @@ use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement};
 
-use super::{bytes_cell, data, draw, focus, sort_header, who_label, Combined, Target, Window};
+use super::{
+    bytes_cell, data, draw, focus, sort_header, who_label, Combined, Moment, Target, Window,
+};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
@@ -805,6 +807,7 @@ pub fn on_select(app: &mut App, target: &Element) {
             key,
             device,
             window,
+            moment: Some(Moment::Peak),
             ids,
             total_ids: total,
             label,

@@ -4,7 +4,7 @@
 //! The page picks the axis every rank shares (`Axis::for_ranks`: the span of every
 //! rank's `time_us`, or entry order when some rank has none) and asks each worker for
 //! its rows on it; the bins come back as transferred arrays. A click on a cell opens
-//! that rank's timeline zoomed to that moment.
+//! that rank's timeline zoomed to that moment, with the moment set there.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +16,7 @@ use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
 
 use super::draw::{self, ramp};
-use super::{all_reported, focus, who_label, Target, Window};
+use super::{all_reported, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
 
@@ -522,20 +522,29 @@ fn target_at(app: &App, e: &MouseEvent) -> Option<Target> {
         a.end
     };
     let pad = (end - start).max(1) * 2;
-    let window = match a.kind {
-        AxisKind::TimeUs => Window::Time {
-            start_us: start - pad,
-            end_us: end + pad,
-        },
-        AxisKind::Events => Window::Entries {
-            start: start - pad,
-            end: end + pad,
-        },
+    // The moment: the middle of the cell, inside the window zoomed to.
+    let middle = start + (end - start) / 2;
+    let (window, moment) = match a.kind {
+        AxisKind::TimeUs => (
+            Window::Time {
+                start_us: start - pad,
+                end_us: end + pad,
+            },
+            Moment::Time(middle),
+        ),
+        AxisKind::Events => (
+            Window::Entries {
+                start: start - pad,
+                end: end + pad,
+            },
+            Moment::Entry(u64::try_from(middle).unwrap_or(0)),
+        ),
     };
     Some(Target {
         key,
         device,
         window: Some(window),
+        moment: Some(moment),
         ids: Vec::new(),
         total_ids: 0,
         label: who_label(&map.rows[row].id),

@@ -20,7 +20,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
 
 use super::heat::{BINS, ROW_PX};
-use super::{data, draw, focus, who_label, Target, Window};
+use super::{data, draw, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
 use crate::timeline::css_color;
@@ -347,6 +347,7 @@ pub fn wire(app: &Shared) {
                         start_us: s - pad,
                         end_us: e + pad,
                     }),
+                    moment: Some(Moment::Time(s)),
                     ids: Vec::new(),
                     total_ids: 0,
                     label: p.name.clone(),

@@ -8,7 +8,7 @@ use memscope_render::palette::{overlay_color, Overlay, PALETTE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use web_sys::{Element, HtmlElement};
 
-use super::{bytes_cell, data, focus, sort_header, who_label, Target};
+use super::{bytes_cell, data, focus, sort_header, who_label, Moment, Target};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
@@ -180,12 +180,13 @@ pub fn render(app: &App) {
         "p",
         "hint",
         &format!(
-            "{} rank{} · {} outlier{}. Bars: {} (the line marks the median). Click a row \
-             to open its timeline.",
+            "{} rank{} · {} outlier{} · {} growing iteration after iteration. Bars: {} \
+             (the line marks the median). Click a row to open its timeline.",
             format_count(rows.len() as u64),
             if rows.len() == 1 { "" } else { "s" },
             format_count(outliers as u64),
             if outliers == 1 { "" } else { "s" },
+            format_count(rows.iter().filter(|r| r.figures.growth.is_some()).count() as u64),
             bar_col.label().to_lowercase()
         ),
     );
@@ -235,6 +236,15 @@ pub fn render(app: &App) {
             &tr,
             "data-outlier",
             if row.outlier { "true" } else { "false" },
+        );
+        attr(
+            &tr,
+            "data-growing",
+            if row.figures.growth.is_some() {
+                "true"
+            } else {
+                "false"
+            },
         );
         attr(
             &tr,
@@ -330,6 +340,28 @@ pub fn render(app: &App) {
             attr(&flag, "title", &outlier_text(row));
             append(&flags, &flag);
         }
+        if let Some(g) = &row.figures.growth {
+            // A leak lifts the floor long before it lifts the peak much.
+            let flag = el_text(
+                "span",
+                "flag growing",
+                &format!("⚑ grows {}/iteration", format_bytes(g.bytes_per_iteration)),
+            );
+            let ends: Vec<String> = g
+                .iteration_end_bytes
+                .iter()
+                .map(|&b| format_bytes(b))
+                .collect();
+            attr(
+                &flag,
+                "title",
+                &format!(
+                    "Allocated bytes at the end of each whole iteration keep growing: {}",
+                    ends.join(" → ")
+                ),
+            );
+            append(&flags, &flag);
+        }
         append(&tr, &flags);
         append(&tbody, &tr);
     }
@@ -375,6 +407,7 @@ pub fn on_focus(app: &mut App, target: &Element) {
             key,
             device,
             window: None,
+            moment: Some(Moment::Peak),
             ids: Vec::new(),
             total_ids: 0,
             label,

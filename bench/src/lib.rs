@@ -1,0 +1,3 @@
+//! The benchmarks' shared code: the labelled anomaly cases ([`cases`]).
+
+pub mod cases;
