@@ -221,6 +221,8 @@ impl TimelineIndex {
             }
         }
 
+        index.assign_palette();
+
         // Reserved bytes: a step at every segment entry.
         let mut reserved = allocs.initial_reserved;
         for (k, e) in trace.enumerate() {
@@ -471,6 +473,74 @@ impl TimelineIndex {
         }
     }
 
+    /// Gives the call sites distinct palette entries in the order of their bytes at the
+    /// peak (the legend's order; ties by the label's hash, then the label), as many as
+    /// the palette has; the rest keep their label's hash. Allocations without a call
+    /// stack get [`palette::NO_STACK_INDEX`].
+    fn assign_palette(&mut self) {
+        let (bytes, _) = self.site_bytes_at(self.peak.moment);
+        let mut order: Vec<usize> = (0..self.site_labels.len()).collect();
+        order.sort_by(|&a, &b| {
+            bytes[b]
+                .cmp(&bytes[a])
+                .then_with(|| self.site_palette[a].cmp(&self.site_palette[b]))
+                .then_with(|| self.site_labels[a].cmp(&self.site_labels[b]))
+        });
+        let mut slot = 0;
+        for site in order {
+            if self.site_labels[site] == NO_STACK_LABEL {
+                self.site_palette[site] = palette::NO_STACK_INDEX;
+            } else if slot < palette::PALETTE.len() {
+                self.site_palette[site] = slot as u8;
+                slot += 1;
+            }
+        }
+    }
+
+    /// Requested bytes and allocation counts per call site live at moment `m`.
+    fn site_bytes_at(&self, m: u32) -> (Vec<u64>, Vec<u32>) {
+        let mut bytes = vec![0u64; self.site_labels.len()];
+        let mut counts = vec![0u32; self.site_labels.len()];
+        let started = self.start.partition_point(|&s| s <= m);
+        for rank in 0..started {
+            if self.end[rank] > m {
+                let site = self.site[rank] as usize;
+                bytes[site] = bytes[site].wrapping_add(self.size[rank]);
+                counts[site] += 1;
+            }
+        }
+        (bytes, counts)
+    }
+
+    /// The number of distinct call sites.
+    pub fn sites(&self) -> usize {
+        self.site_labels.len()
+    }
+
+    /// The label of call site `site` (ids `0..sites()`).
+    pub fn site_label(&self, site: u32) -> &str {
+        &self.site_labels[site as usize]
+    }
+
+    /// The colour of call site `site` (RGBA8).
+    pub fn site_color(&self, site: u32) -> u32 {
+        palette::color(self.site_palette[site as usize])
+    }
+
+    /// The colour of the call site labelled `label` on this device, or its label's hash
+    /// colour when no allocation here has it.
+    pub fn label_color(&self, label: &str) -> u32 {
+        match self.site_labels.iter().position(|l| l == label) {
+            Some(site) => self.site_color(site as u32),
+            None => palette::color(palette::palette_index_of(label)),
+        }
+    }
+
+    /// The call site of allocation `id`.
+    pub fn site_of(&self, id: usize) -> u32 {
+        self.site[self.rank(id)]
+    }
+
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: usize) -> &str {
         &self.site_labels[self.site[self.rank(id)] as usize]
@@ -495,17 +565,7 @@ impl TimelineIndex {
 /// The top `n` call sites by requested bytes live at the peak, largest first (ties by
 /// label). O(allocations).
 pub fn legend(index: &TimelineIndex, n: usize) -> Vec<LegendEntry> {
-    let m = index.peak.moment;
-    let mut bytes = vec![0u64; index.site_labels.len()];
-    let mut counts = vec![0u32; index.site_labels.len()];
-    let started = index.start.partition_point(|&s| s <= m);
-    for rank in 0..started {
-        if index.end[rank] > m {
-            let site = index.site[rank] as usize;
-            bytes[site] = bytes[site].wrapping_add(index.size[rank]);
-            counts[site] += 1;
-        }
-    }
+    let (bytes, counts) = index.site_bytes_at(index.peak.moment);
     let mut sites: Vec<usize> = (0..bytes.len()).filter(|&s| counts[s] > 0).collect();
     sites.sort_by(|&a, &b| {
         bytes[b]
