@@ -440,6 +440,7 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
         .is_some_and(|el| el.id() == "canvas");
     if !inside || t.device.is_none() {
         dom::show(&readout, false);
+        dom::attr(&readout, "data-hit", "");
         if t.hovered != NO_ID {
             t.hovered = NO_ID;
             t.draw();

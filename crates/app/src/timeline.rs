@@ -65,6 +65,8 @@ pub struct Timeline {
     outlined: (u32, u32, u32),
     /// Bumped whenever new strips are taken.
     generation: u32,
+    /// The strips shown are in colours the page's palette changes: lay them out again.
+    pub recolor: bool,
 }
 
 /// A WebGL2 context on `canvas`, as every view draws with: no antialiasing (bands are
@@ -109,6 +111,7 @@ impl Timeline {
             highlight: None,
             outlined: (NO_ID, NO_ID, 0),
             generation: 0,
+            recolor: false,
         })
     }
 
@@ -353,6 +356,7 @@ impl Timeline {
             .set_bands(&self.gl, &render.rects, &colors, &render.ids);
         self.upload_lines(&render);
         self.generation = self.generation.wrapping_add(1);
+        self.recolor = false;
         self.shown = Some(Shown {
             request: strips.request,
             view: strips.view,
@@ -417,6 +421,9 @@ impl Timeline {
 
     /// Whether the shown strips were laid out for a different view than the current one.
     pub fn stale(&self) -> bool {
+        if self.recolor {
+            return true;
+        }
         match &self.shown {
             Some(shown) => {
                 let a = shown.view;

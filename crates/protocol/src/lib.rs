@@ -104,6 +104,9 @@ pub enum Request {
         request: u32,
         /// The view.
         view: View,
+        /// Palette entries of call sites (label, entry) that other ranks gave: the
+        /// worker gives them the same ones, so a site keeps its colour on every rank.
+        palette: Vec<(String, u8)>,
     },
     /// Everything known about one allocation.
     Detail {

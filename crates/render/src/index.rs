@@ -478,23 +478,57 @@ impl TimelineIndex {
     /// the palette has; the rest keep their label's hash. Allocations without a call
     /// stack get [`palette::NO_STACK_INDEX`].
     fn assign_palette(&mut self) {
+        self.follow_palette(&[]);
+    }
+
+    /// Assigns palette entries as [`TimelineIndex::new`] does, except that the call
+    /// sites named in `fixed` (label, palette index) take those entries first: the page
+    /// passes the entries another rank gave, so a call site keeps its colour on every
+    /// rank. The other sites take the entries left, in bytes order. Returns whether any
+    /// colour changed.
+    pub fn follow_palette(&mut self, fixed: &[(String, u8)]) -> bool {
+        let before = self.site_palette.clone();
         let (bytes, _) = self.site_bytes_at(self.peak.moment);
+        let hashes: Vec<u8> = self
+            .site_labels
+            .iter()
+            .map(|l| palette::palette_index_of(l))
+            .collect();
         let mut order: Vec<usize> = (0..self.site_labels.len()).collect();
         order.sort_by(|&a, &b| {
             bytes[b]
                 .cmp(&bytes[a])
-                .then_with(|| self.site_palette[a].cmp(&self.site_palette[b]))
+                .then_with(|| hashes[a].cmp(&hashes[b]))
                 .then_with(|| self.site_labels[a].cmp(&self.site_labels[b]))
         });
-        let mut slot = 0;
-        for site in order {
-            if self.site_labels[site] == NO_STACK_LABEL {
-                self.site_palette[site] = palette::NO_STACK_INDEX;
-            } else if slot < palette::PALETTE.len() {
-                self.site_palette[site] = slot as u8;
-                slot += 1;
+        let slots = palette::PALETTE.len();
+        let mut used = vec![false; slots];
+        let mut placed = vec![false; self.site_labels.len()];
+        for (label, slot) in fixed {
+            let slot = *slot as usize;
+            if slot >= slots || used[slot] {
+                continue;
+            }
+            if let Some(site) = self.site_labels.iter().position(|l| l == label) {
+                if label != NO_STACK_LABEL && !placed[site] {
+                    self.site_palette[site] = slot as u8;
+                    used[slot] = true;
+                    placed[site] = true;
+                }
             }
         }
+        let mut free = (0..slots).filter(|&s| !used[s]);
+        for site in order {
+            if placed[site] {
+                continue;
+            }
+            self.site_palette[site] = if self.site_labels[site] == NO_STACK_LABEL {
+                palette::NO_STACK_INDEX
+            } else {
+                free.next().map_or(hashes[site], |slot| slot as u8)
+            };
+        }
+        self.site_palette != before
     }
 
     /// Requested bytes and allocation counts per call site live at moment `m`.

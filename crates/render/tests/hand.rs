@@ -424,3 +424,55 @@ fn deep_zoom_late_in_a_long_trace_keeps_f32_precision() {
     }
     assert_eq!(seen, 10, "allocations 4..=13 start inside the view");
 }
+
+/// Two ranks with the same call sites in opposite bytes orders.
+fn two_sites(big_first: &str, small: &str) -> String {
+    let frames = |name: &str| {
+        format!(
+            r#", "frames": [{{"filename": "/home/me/{name}.py", "line": 1, "name": "{name}"}}]"#
+        )
+    };
+    format!(
+        r#"{{"segments": [], "device_traces": [[
+            {{"action": "alloc", "addr": 1, "size": 900, "stream": 0{}}},
+            {{"action": "alloc", "addr": 2, "size": 100, "stream": 0{}}}]]}}"#,
+        frames(big_first),
+        frames(small)
+    )
+}
+
+#[test]
+fn a_call_site_keeps_its_colour_on_every_rank() {
+    let rank0 = load(&two_sites("attention", "mlp"));
+    let mut rank1 = load(&two_sites("mlp", "attention"));
+    let slots = |case: &TimelineIndex| -> Vec<(String, u32)> {
+        legend(case, 10)
+            .into_iter()
+            .map(|e| (e.label, e.color))
+            .collect()
+    };
+    // On its own, each rank gives its largest site the first palette entry.
+    let own0 = slots(&rank0.index);
+    let own1 = slots(&rank1.index);
+    assert_eq!(own0[0].1, palette::PALETTE[0]);
+    assert_eq!(own1[0].1, palette::PALETTE[0]);
+    assert_ne!(own0[0].0, own1[0].0);
+    // Told the entries rank 0 gave, rank 1 follows them: the same site, the same colour.
+    let fixed: Vec<(String, u8)> = own0
+        .iter()
+        .map(|(label, color)| {
+            let slot = palette::PALETTE.iter().position(|c| c == color).unwrap();
+            (label.clone(), slot as u8)
+        })
+        .collect();
+    assert!(rank1.index.follow_palette(&fixed));
+    let mut followed = slots(&rank1.index);
+    followed.sort();
+    let mut want = own0.clone();
+    want.sort();
+    assert_eq!(followed, want);
+    assert!(
+        !rank1.index.follow_palette(&fixed),
+        "following again changes nothing"
+    );
+}

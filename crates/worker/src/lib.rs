@@ -201,7 +201,18 @@ impl Worker for RankWorker {
                 device,
                 request,
                 view,
-            } => send_strips(&self.ranks.borrow(), id, rank_key, device, request, view),
+                palette,
+            } => {
+                let mut ranks = self.ranks.borrow_mut();
+                if let Some(d) = ranks
+                    .loaded
+                    .get_mut(&rank_key)
+                    .and_then(|r| r.devices.iter_mut().find(|d| d.device == device))
+                {
+                    d.index.follow_palette(&palette);
+                }
+                send_strips(&ranks, id, rank_key, device, request, view);
+            }
             Request::Fleet { rank_key, request } => {
                 let mut ranks = self.ranks.borrow_mut();
                 let Ranks { loaded, fleet, .. } = &mut *ranks;
