@@ -589,6 +589,21 @@ fn fill_gap(
     lump.flush(index, emitter, j);
 }
 
+/// The call site whose colour an aggregate is drawn in, or [`MIXED_SITE`] for grey: its
+/// one site, or the site holding more than half of its bytes. An aggregate is at most
+/// about a pixel tall unless it is of one site, so this is the pixel's majority; grey
+/// means no site has one: the sites are truly mixed there.
+pub fn aggregate_colour_site(aggregate: &Aggregate) -> u32 {
+    let (site, bytes, _) = aggregate.top[0];
+    if aggregate.site != MIXED_SITE {
+        aggregate.site
+    } else if site != MIXED_SITE && bytes > aggregate.bytes / 2 {
+        site
+    } else {
+        MIXED_SITE
+    }
+}
+
 /// Runs of call sites gathered into one aggregate.
 #[derive(Default)]
 struct Lump {
@@ -637,7 +652,7 @@ impl Lump {
             sites: self.sites.len() as u32,
             top,
         };
-        let color = match info.site {
+        let color = match aggregate_colour_site(&info) {
             MIXED_SITE => palette::AGGREGATE,
             site => index.site_color(site),
         };

@@ -61,8 +61,9 @@
 //!    order as *runs* of consecutive allocations of one call site: a run at least a
 //!    pixel tall is one aggregate in its site's colour; thinner runs between such runs
 //!    are lumped until they reach a pixel, and a lump of one run keeps its site's
-//!    colour, while a lump of several sites is [`palette::AGGREGATE`] grey: grey means
-//!    the sites are truly mixed within a pixel. Aggregates are clipped to the view and
+//!    colour; a lump of several sites takes the colour of the one holding more than
+//!    half of its bytes (the pixel's majority), else it is [`palette::AGGREGATE`]
+//!    grey: grey means the sites are truly mixed within a pixel. Aggregates are clipped to the view and
 //!    continue across columns only while their bounds and contents are the same. Each
 //!    one is described in [`Strips::aggregates`] (allocations, bytes, call sites, the
 //!    top three), its id is [`AGGREGATE_BASE`] plus its instance index. *Guarantee:*
@@ -148,8 +149,8 @@ pub use flame::{
 pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT, NO_STACK_LABEL};
 pub use lanes::{lane_hit, lanes_layout, LaneRow, Lanes, LanesLayout, RowPlacement, RowsView};
 pub use layout::{
-    is_aggregate, layout, Aggregate, LineStrip, PeakMarker, Strips, TimelineView, AGGREGATE_BASE,
-    AGGREGATE_ID, MIXED_SITE,
+    aggregate_colour_site, is_aggregate, layout, Aggregate, LineStrip, PeakMarker, Strips,
+    TimelineView, AGGREGATE_BASE, AGGREGATE_ID, MIXED_SITE,
 };
 pub use segments::{
     segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentLayout,
