@@ -37,6 +37,11 @@ pub struct Aggregate {
     pub lo_bytes: f64,
     /// Its top.
     pub hi_bytes: f64,
+    /// The window of the stack its allocations come from (see [`WINDOW_PX`]): they
+    /// are the live ones overlapping it of its call sites.
+    pub window_lo_bytes: f64,
+    /// The window's top.
+    pub window_hi_bytes: f64,
     /// Its call site ([`TimelineIndex::site_label`]), or [`MIXED_SITE`].
     pub site: u32,
     /// How many allocations.
@@ -245,7 +250,8 @@ impl Strips {
 
     /// The instance drawn at the data point `(x, y)` (absolute: axis units, bytes), if
     /// any, as the renderer draws this view: rects at least one pixel tall, aggregates
-    /// first and bands over them, later instances over earlier ones. The first call
+    /// first and bands over them, later instances over earlier ones; in a sliver left
+    /// between two rects by a band's drift, the nearer one within half a pixel. The first call
     /// builds an index (instances bucketed by pixel column, sorted by y); every call
     /// after is O(log n).
     pub fn hit(&self, x: f64, y: f64) -> Option<usize> {
@@ -284,7 +290,28 @@ impl Strips {
                 }
             }
         }
-        best.map(|(_, i)| i)
+        if let Some((_, i)) = best {
+            return Some(i);
+        }
+        // Bands continued across columns drift by up to half a pixel, so a sliver of a
+        // pixel between two rects can be uncovered: the pixel there shows the nearer
+        // one, within half a pixel.
+        let gap = |i: u32| {
+            let i = i as usize;
+            let (y0, y1) = (
+                f64::from(self.rects[4 * i + 2]),
+                f64::from(self.rects[4 * i + 3]),
+            );
+            ((y0 - y).max(y - y1.max(y0 + px)), i)
+        };
+        items
+            .iter()
+            .skip(k.saturating_sub(8))
+            .take(16)
+            .map(|&i| gap(i))
+            .filter(|&(d, _)| d <= 0.5 * px)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, i)| i)
     }
 
     /// The outline of what id `id` draws (an allocation's bands or an aggregate): closed
@@ -533,11 +560,19 @@ fn emit_column(
     fill_gap(index, view, state, emitter, j, cur, total_f.min(view.y1));
 }
 
+/// How far (in pixels) [`fill_gap`] may move a thin allocation to draw it with the
+/// others of its call site.
+pub const WINDOW_PX: f64 = 8.0;
+
 /// Fills `[lo, hi)` of column `j`, a stretch of the stack holding only allocations
-/// thinner than a pixel, with aggregates. A run of consecutive allocations of one call
-/// site at least a pixel tall is one aggregate of that site; the thinner runs between
-/// such runs are lumped together until they reach a pixel, and such a lump is of one
-/// site only if it holds one run, mixed (grey) otherwise. O(runs × log allocations).
+/// thinner than a pixel, with aggregates. The stretch is cut into *windows* of at most
+/// [`WINDOW_PX`] pixels, at boundaries between runs of one call site (a longer run is a
+/// window of its own). Within a window,
+/// the allocations of each call site are gathered: a site holding at least a pixel
+/// there is one aggregate in its colour, and the sites holding less are lumped into one
+/// (of one site, or mixed: see [`aggregate_colour_site`]); they are stacked in the order
+/// each first appears in the window. So an allocation moves by at most a window, and
+/// heights add up exactly. O(runs × log allocations).
 fn fill_gap(
     index: &TimelineIndex,
     view: &TimelineView,
@@ -547,52 +582,152 @@ fn fill_gap(
     lo: f64,
     hi: f64,
 ) {
-    if hi <= lo {
-        return;
-    }
     let px = view.bytes_per_px();
+    let mut window = Window::default();
     let mut p = lo;
-    let mut lump = Lump::default();
     while p < hi {
-        // The run of one call site holding byte p: from its rank to the first rank of
-        // another site, or of a band.
-        let first = state.fen.rank_at(p.floor() as u64);
-        let Some(site) = state.sites.site(first) else {
-            debug_assert!(false, "a gap holds only thin allocations");
-            break;
-        };
-        let after = state
-            .sites
-            .next_other(first, site)
-            .min(state.big.next(first).unwrap_or(usize::MAX));
-        let run_top = (state.fen.prefix(after) as f64).min(hi);
-        // Clipped at hi: the run holds the ranks starting below it.
-        let after = if run_top < state.fen.prefix(after) as f64 {
-            state.fen.rank_at(run_top.ceil() as u64 - 1) + 1
-        } else {
-            after
-        };
-        let allocations = state.count.prefix(after) - state.count.prefix(first);
-        let bytes = state.fen.prefix(after) - state.fen.prefix(first);
-        if run_top - p >= px {
-            lump.flush(index, emitter, j);
-            lump.add(p, run_top, site, allocations, bytes);
-            lump.flush(index, emitter, j);
-        } else {
-            lump.add(p, run_top, site, allocations, bytes);
-            if lump.hi - lump.lo >= px {
-                lump.flush(index, emitter, j);
+        let window_lo = p;
+        window.sites.clear();
+        while p < hi {
+            // The run of one call site holding byte p: from its rank to the first rank
+            // of another site, or of a band.
+            let first = state.fen.rank_at(p.floor() as u64);
+            let Some(site) = state.sites.site(first) else {
+                debug_assert!(false, "a gap holds only thin allocations");
+                return;
+            };
+            let after = state
+                .sites
+                .next_other(first, site)
+                .min(state.big.next(first).unwrap_or(usize::MAX));
+            let run_top = (state.fen.prefix(after) as f64).min(hi);
+            // Clipped at hi: the run holds the ranks starting below it.
+            let after = if run_top < state.fen.prefix(after) as f64 {
+                state.fen.rank_at(run_top.ceil() as u64 - 1) + 1
+            } else {
+                after
+            };
+            // A window ends before a run that would make it taller than its limit; a
+            // run taller than that is a window of its own (it moves nothing).
+            if p > window_lo && run_top > window_lo + WINDOW_PX * px {
+                break;
             }
+            let allocations = state.count.prefix(after) - state.count.prefix(first);
+            let bytes = state.fen.prefix(after) - state.fen.prefix(first);
+            window.add(site, run_top - p, bytes, allocations as u32);
+            p = run_top;
         }
-        p = run_top;
+        window.emit(index, emitter, j, window_lo, p, px);
     }
-    lump.flush(index, emitter, j);
+}
+
+/// The call sites of one window of a gap: `(site, height drawn, bytes, allocations)`
+/// in the order they first appear.
+#[derive(Default)]
+struct Window {
+    sites: Vec<(u32, f64, u64, u32)>,
+    lump: Vec<(u32, u64, u32)>,
+}
+
+impl Window {
+    fn add(&mut self, site: u32, height: f64, bytes: u64, allocations: u32) {
+        match self.sites.iter_mut().find(|s| s.0 == site) {
+            Some(s) => {
+                s.1 += height;
+                s.2 = s.2.wrapping_add(bytes);
+                s.3 += allocations;
+            }
+            None => self.sites.push((site, height, bytes, allocations)),
+        }
+    }
+
+    /// Stacks the window's aggregates over `[lo, hi)`: each site at least `px` tall on
+    /// its own, the others lumped where the first of them appears.
+    fn emit(
+        &mut self,
+        index: &TimelineIndex,
+        emitter: &mut Emitter,
+        j: u32,
+        lo: f64,
+        hi: f64,
+        px: f64,
+    ) {
+        let lump_height: f64 = self.sites.iter().filter(|s| s.1 < px).map(|s| s.1).sum();
+        self.lump.clear();
+        self.lump.extend(
+            self.sites
+                .iter()
+                .filter(|s| s.1 < px)
+                .map(|&(site, _, bytes, n)| (site, bytes, n)),
+        );
+        let mut y = lo;
+        let mut lump_placed = false;
+        for k in 0..self.sites.len() {
+            let (site, height, bytes, n) = self.sites[k];
+            let (top, held): (f64, &[(u32, u64, u32)]) = if height >= px {
+                (y + height, &[(site, bytes, n)])
+            } else if !lump_placed {
+                lump_placed = true;
+                (y + lump_height, &self.lump)
+            } else {
+                continue;
+            };
+            // The last one ends exactly at hi, whatever the rounding of the sums.
+            let top = if top >= hi - 1e-9 * hi.abs() { hi } else { top };
+            emit_aggregate(index, emitter, j, (y, top), (lo, hi), held);
+            y = top;
+        }
+    }
+}
+
+/// Writes one aggregate holding `held` (`(site, bytes, allocations)` per call site)
+/// over `extent`, cut from the window `window`.
+fn emit_aggregate(
+    index: &TimelineIndex,
+    emitter: &mut Emitter,
+    j: u32,
+    extent: (f64, f64),
+    window: (f64, f64),
+    held: &[(u32, u64, u32)],
+) {
+    let mut ranked = [(MIXED_SITE, 0, 0); 3];
+    for &s in held {
+        // Keep the three largest (ties by site id).
+        let key = |t: &(u32, u64, u32)| (std::cmp::Reverse(t.1), t.0);
+        if let Some(k) = ranked
+            .iter()
+            .position(|t| t.0 == MIXED_SITE || key(&s) < key(t))
+        {
+            ranked[k..].rotate_right(1);
+            ranked[k] = s;
+        }
+    }
+    let info = Aggregate {
+        lo_bytes: extent.0,
+        hi_bytes: extent.1,
+        window_lo_bytes: window.0,
+        window_hi_bytes: window.1,
+        site: if held.len() == 1 {
+            held[0].0
+        } else {
+            MIXED_SITE
+        },
+        allocations: held.iter().map(|s| s.2).sum(),
+        bytes: held.iter().fold(0, |t, s| t.wrapping_add(s.1)),
+        sites: held.len() as u32,
+        top: ranked,
+    };
+    let color = match aggregate_colour_site(&info) {
+        MIXED_SITE => palette::AGGREGATE,
+        site => index.site_color(site),
+    };
+    emitter.aggregate(j, extent.0, extent.1, info, color);
 }
 
 /// The call site whose colour an aggregate is drawn in, or [`MIXED_SITE`] for grey: its
-/// one site, or the site holding more than half of its bytes. An aggregate is at most
-/// about a pixel tall unless it is of one site, so this is the pixel's majority; grey
-/// means no site has one: the sites are truly mixed there.
+/// one site, or the site holding more than half of its bytes. An aggregate of several
+/// sites holds less than a pixel of each, so this is the majority of what it holds;
+/// grey means no site has one: the sites are truly mixed there.
 pub fn aggregate_colour_site(aggregate: &Aggregate) -> u32 {
     let (site, bytes, _) = aggregate.top[0];
     if aggregate.site != MIXED_SITE {
@@ -601,63 +736,6 @@ pub fn aggregate_colour_site(aggregate: &Aggregate) -> u32 {
         site
     } else {
         MIXED_SITE
-    }
-}
-
-/// Runs of call sites gathered into one aggregate.
-#[derive(Default)]
-struct Lump {
-    lo: f64,
-    hi: f64,
-    /// `(site, bytes, allocations)` per call site, in the order met.
-    sites: Vec<(u32, u64, u32)>,
-}
-
-impl Lump {
-    fn add(&mut self, lo: f64, hi: f64, site: u32, allocations: u64, bytes: u64) {
-        if self.sites.is_empty() {
-            self.lo = lo;
-        }
-        self.hi = hi;
-        let allocations = allocations as u32;
-        match self.sites.iter_mut().find(|s| s.0 == site) {
-            Some(s) => {
-                s.1 = s.1.wrapping_add(bytes);
-                s.2 += allocations;
-            }
-            None => self.sites.push((site, bytes, allocations)),
-        }
-    }
-
-    fn flush(&mut self, index: &TimelineIndex, emitter: &mut Emitter, j: u32) {
-        if self.sites.is_empty() {
-            return;
-        }
-        self.sites
-            .sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut top = [(MIXED_SITE, 0, 0); 3];
-        for (slot, &s) in top.iter_mut().zip(&self.sites) {
-            *slot = s;
-        }
-        let info = Aggregate {
-            lo_bytes: self.lo,
-            hi_bytes: self.hi,
-            site: if self.sites.len() == 1 {
-                self.sites[0].0
-            } else {
-                MIXED_SITE
-            },
-            allocations: self.sites.iter().map(|s| s.2).sum(),
-            bytes: self.sites.iter().fold(0, |t, s| t.wrapping_add(s.1)),
-            sites: self.sites.len() as u32,
-            top,
-        };
-        let color = match aggregate_colour_site(&info) {
-            MIXED_SITE => palette::AGGREGATE,
-            site => index.site_color(site),
-        };
-        emitter.aggregate(j, self.lo, self.hi, info, color);
-        self.sites.clear();
     }
 }
 

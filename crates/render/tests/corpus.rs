@@ -160,7 +160,9 @@ fn hit_testing_finds_the_band_under_the_cursor() {
         let (x, y) = ((x0 + x1) / 2.0, (y0 + y1) / 2.0);
         let hit = strips.hit(x, y).unwrap();
         if hit != i {
+            // What is drawn over it there (rects are drawn at least a pixel tall).
             let [hx0, hx1, hy0, hy1] = strips.rect_data(hit);
+            let hy1 = hy1.max(hy0 + view.bytes_per_px());
             assert!(
                 hx0 <= x && x < hx1 + dx * 1e-6 && hy0 <= y && y < hy1,
                 "{i} vs {hit}"

@@ -7,9 +7,11 @@
 //! - A band answered is live at the moment of the point's column and spans the point's
 //!   byte height there (within the half pixel a band continued across columns may
 //!   drift).
-//! - An aggregate answered covers the point, and holds exactly the live allocations
-//!   overlapping its extent: their count, bytes, number of call sites, its call site
-//!   (or mixed) and the top three.
+//! - An aggregate answered covers the point, lies in its window of the stack (a few
+//!   pixels), is as tall as what it holds is visible there, and holds exactly the live
+//!   allocations overlapping the window of its call site (or of the sites with less
+//!   than a pixel there): their count, bytes, number of call sites, its call site (or
+//!   mixed), the top three and the colour they give.
 //! - A point inside any drawn rect finds that rect, or one drawn over it there.
 //! - Nothing is answered only where nothing is drawn.
 
@@ -23,6 +25,7 @@ use std::path::PathBuf;
 use common::{fixtures, Naive};
 use memscope_render::{
     is_aggregate, layout, Axis, Strips, TimelineIndex, TimelineView, MIXED_SITE, NO_MOMENT,
+    WINDOW_PX,
 };
 use memscope_snapshot::{load_bytes, Allocations, Snapshot};
 
@@ -185,8 +188,10 @@ impl Probe<'_> {
         };
         assert_ne!(m, NO_MOMENT, "{name}: an answer outside the data");
         let [x0, x1, y0, y1] = self.drawn(i);
+        // Within half a pixel: the sliver a drifting band may leave uncovered.
+        let near = 0.5 * bpp + eps;
         assert!(
-            x0 <= x && x < x1 + 1e-6 * view.x_per_px() && y0 - eps <= y && y < y1 + eps,
+            x0 <= x && x < x1 + 1e-6 * view.x_per_px() && y0 - near <= y && y < y1 + near,
             "{name}: instance {i} at {:?} does not cover the point",
             strips.rect_data(i)
         );
@@ -221,14 +226,61 @@ impl Probe<'_> {
             "{name}: aggregate {i} drawn at {r0}..{r1}, holds {a0}..{a1}"
         );
         let stack = self.stack(m).clone();
-        let inside: Vec<&Stacked> = stack
+        // The window it was cut from: the allocations overlapping it, and how much of
+        // each call site's is visible there. A site with a pixel or more there has its
+        // own aggregate; the others share one.
+        let (w0, w1) = (held.window_lo_bytes, held.window_hi_bytes);
+        assert!(
+            w0 <= a0 && a1 <= w1,
+            "{name}: aggregate {i} over {a0}..{a1} out of its window {w0}..{w1}"
+        );
+        let in_window: Vec<&Stacked> = stack
             .iter()
-            .filter(|s| (s.1 as f64) < a1 && (s.2 as f64) > a0)
+            .filter(|s| (s.1 as f64) < w1 && (s.2 as f64) > w0)
             .collect();
+        // Windows are a few pixels tall, or one run of one call site (nothing moves).
+        let one_site = in_window
+            .iter()
+            .all(|s| self.index.site_of(s.0) == self.index.site_of(in_window[0].0));
+        assert!(
+            w1 - w0 <= WINDOW_PX * bpp + eps || one_site,
+            "{name}: window {w0}..{w1} is taller than {WINDOW_PX} px"
+        );
+        let mut visible: HashMap<u32, f64> = HashMap::new();
+        for s in &in_window {
+            let seen = (s.2 as f64).min(w1) - (s.1 as f64).max(w0);
+            *visible.entry(self.index.site_of(s.0)).or_default() += seen;
+        }
+        let own = held.site != MIXED_SITE && visible.get(&held.site).is_some_and(|&v| v >= bpp);
+        // Sums of the visible parts are rounded: a site within a hair of a pixel may
+        // go either way.
+        let borderline = |site: u32| (visible[&site] - bpp).abs() <= 1e-9 * (w1.abs() + bpp);
+        let held_site = |site: u32| {
+            if own {
+                site == held.site
+            } else {
+                visible[&site] < bpp || (borderline(site) && site == held.site)
+            }
+        };
+        let inside: Vec<&Stacked> = in_window
+            .iter()
+            .copied()
+            .filter(|s| held_site(self.index.site_of(s.0)))
+            .collect();
+        let height: f64 = visible
+            .iter()
+            .filter(|(&site, _)| held_site(site))
+            .map(|(_, v)| v)
+            .sum();
+        assert!(
+            (height - (a1 - a0)).abs() <= eps,
+            "{name}: aggregate {i} is {} tall, holds {height}",
+            a1 - a0
+        );
         assert_eq!(
             held.allocations as usize,
             inside.len(),
-            "{name}: aggregate {i} over {a0}..{a1} at moment {m}"
+            "{name}: aggregate {i} over {a0}..{a1} (window {w0}..{w1}) at moment {m}"
         );
         let bytes: u64 = inside.iter().map(|s| s.2 - s.1).sum();
         assert_eq!(held.bytes, bytes, "{name}: aggregate {i} bytes");
