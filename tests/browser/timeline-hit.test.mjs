@@ -44,25 +44,17 @@ const BACKGROUND = [255, 255, 255];
 const OVERLAYS = [[0x20, 0x20, 0x20], [0x6a, 0x3d, 0x9a], [0xb0, 0x00, 0x20], [0, 0, 0]];
 const near = (a, b, d = 3) => Math.abs(a[0] - b[0]) <= d && Math.abs(a[1] - b[1]) <= d && Math.abs(a[2] - b[2]) <= d;
 
-/** Waits until the strips drawn are the current view's own, then reads the canvas. */
-async function settledPixels(page) {
+/** Waits until the strips drawn are the current view's own; returns the canvas size,
+ * its client rect and the view published on #plot. */
+async function settled(page) {
   await page.waitForFunction(() => window.memscope.stats().settled, null, { timeout: 30000 });
   return page.evaluate(() => {
     const canvas = document.getElementById('canvas');
-    const copy = document.createElement('canvas');
-    copy.width = canvas.width;
-    copy.height = canvas.height;
-    const ctx = copy.getContext('2d');
-    ctx.drawImage(canvas, 0, 0);
-    const data = ctx.getImageData(0, 0, copy.width, copy.height).data;
-    let text = '';
-    for (let i = 0; i < data.length; i += 0x8000) text += String.fromCharCode(...data.subarray(i, i + 0x8000));
     const r = canvas.getBoundingClientRect();
     const plot = document.getElementById('plot').dataset;
     return {
-      w: copy.width,
-      h: copy.height,
-      base64: btoa(text),
+      w: canvas.width,
+      h: canvas.height,
       rect: { left: r.left, top: r.top, width: r.width, height: r.height },
       view: {
         axis: plot.axis,
@@ -75,22 +67,72 @@ async function settledPixels(page) {
   });
 }
 
-function decode(shot) {
-  const data = Buffer.from(shot.base64, 'base64');
-  return { ...shot, data, at: (x, y) => [...data.subarray(4 * (y * shot.w + x), 4 * (y * shot.w + x) + 3)] };
-}
-
-/** The colour of one canvas pixel now. */
-async function pixel(page, x, y) {
-  return page.evaluate(([x, y]) => {
+/** The colours of canvas pixels `[[x, y], …]` now. */
+async function pixels(page, list) {
+  return page.evaluate((list) => {
     const canvas = document.getElementById('canvas');
     const copy = document.createElement('canvas');
     copy.width = canvas.width;
     copy.height = canvas.height;
     const ctx = copy.getContext('2d');
     ctx.drawImage(canvas, 0, 0);
-    return [...ctx.getImageData(x, y, 1, 2).data];
-  }, [x, y]);
+    const data = ctx.getImageData(0, 0, copy.width, copy.height).data;
+    return list.map(([x, y]) => [data[4 * (y * copy.width + x)], data[4 * (y * copy.width + x) + 1], data[4 * (y * copy.width + x) + 2]]);
+  }, list);
+}
+
+/** Whether the canvas itself is under each client point (not a label over it). */
+async function onCanvas(page, points) {
+  return page.evaluate((points) => points.map(([x, y]) => document.elementFromPoint(x, y)?.id === 'canvas'), points);
+}
+
+/**
+ * Waits for the detail panel to show allocation `id`; returns its data attributes and
+ * the colours of the canvas pixels `[[x, y], …]` then (copied a few pixels at a time).
+ */
+async function selected(page, id, list) {
+  const handle = await page.waitForFunction(
+    ([id, list]) => {
+      const panel = document.getElementById('detail-body');
+      if (panel.dataset.allocation !== id || panel.dataset.site === undefined) return null;
+      const canvas = document.getElementById('canvas');
+      const copy = document.createElement('canvas');
+      copy.width = 1;
+      copy.height = 1;
+      const ctx = copy.getContext('2d');
+      const colours = list.map(([x, y]) => {
+        ctx.clearRect(0, 0, 1, 1);
+        ctx.drawImage(canvas, x, y, 1, 1, 0, 0, 1, 1);
+        return [...ctx.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+      });
+      return { data: { ...panel.dataset }, colours };
+    },
+    [id, list],
+    { timeout: 10000 },
+  );
+  return handle.jsonValue();
+}
+
+/** Counts of the canvas's pixels: drawn (not background, not an overlay line) and grey. */
+async function greyShare(page, background, overlays, grey) {
+  return page.evaluate(([background, overlays, grey]) => {
+    const canvas = document.getElementById('canvas');
+    const copy = document.createElement('canvas');
+    copy.width = canvas.width;
+    copy.height = canvas.height;
+    const ctx = copy.getContext('2d');
+    ctx.drawImage(canvas, 0, 0);
+    const data = ctx.getImageData(0, 0, copy.width, copy.height).data;
+    const near = (i, c, d) => Math.abs(data[i] - c[0]) <= d && Math.abs(data[i + 1] - c[1]) <= d && Math.abs(data[i + 2] - c[2]) <= d;
+    let drawn = 0;
+    let greys = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (near(i, background, 6) || overlays.some((o) => near(i, o, 10))) continue;
+      drawn++;
+      if (near(i, grey, 2)) greys++;
+    }
+    return { drawn, grey: greys, total: copy.width * copy.height };
+  }, [background, overlays, grey]);
 }
 
 /**
@@ -178,23 +220,29 @@ async function explore(file, { seed, rounds, pointsPerRound, ratio = 1, size, ev
       if (round > 0) await navigate(page, r, box);
       await page.keyboard.press('Escape');
       await leave(page);
-      const shot = decode(await settledPixels(page));
+      const shot = await settled(page);
       // Random integer client points on drawn pixels (not the background or overlays).
-      const points = [];
-      for (let tries = 0; points.length < pointsPerRound && tries < 40 * pointsPerRound; tries++) {
+      const candidates = [];
+      for (let k = 0; k < 6 * pointsPerRound; k++) {
         const cx = Math.floor(shot.rect.left + 1 + r.unit() * (shot.rect.width - 2));
         const cy = Math.floor(shot.rect.top + 1 + r.unit() * (shot.rect.height - 2));
         const p = place(shot, cx, cy);
-        if (p.rows.length === 0) continue;
-        const colours = p.rows.map((row) => shot.at(p.column, row));
-        if (colours.some((c) => near(c, BACKGROUND, 6) || OVERLAYS.some((o) => near(c, o, 10)))) continue;
-        points.push({ cx, cy, p, colours });
+        if (p.rows.length > 0) candidates.push({ cx, cy, p });
       }
+      const seen = await pixels(page, candidates.flatMap(({ p }) => p.rows.map((row) => [p.column, row])));
+      const uncovered = await onCanvas(page, candidates.map(({ cx, cy }) => [cx, cy]));
+      const points = [];
+      let next = 0;
+      candidates.forEach((c, k) => {
+        const colours = seen.slice(next, next + c.p.rows.length);
+        next += c.p.rows.length;
+        // Labels over the canvas (the peak, ticks) take the mouse there.
+        if (points.length >= pointsPerRound || !uncovered[k]) return;
+        if (colours.some((x) => near(x, BACKGROUND, 6) || OVERLAYS.some((o) => near(x, o, 10)))) return;
+        points.push({ ...c, colours });
+      });
       let zoomed = false;
       for (const { cx, cy, p, colours } of points) {
-        // Labels over the canvas (the peak, ticks) take the mouse there.
-        const top = await page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.id, [cx, cy]);
-        if (top !== 'canvas') continue;
         await page.mouse.move(cx, cy);
         const hover = await page.$eval('#hover', (e) => ({ ...e.dataset, text: e.textContent }));
         const where = `${file} round ${round} at (${cx}, ${cy}) = x ${p.x}, ${p.y} bytes, view ${JSON.stringify(shot.view)}`;
@@ -218,9 +266,10 @@ async function explore(file, { seed, rounds, pointsPerRound, ratio = 1, size, ev
             const [x0, x1, y0, y1] = [v.viewStart, v.viewEnd, v.yMinBytes, v.yMaxBytes].map(Number);
             const dx = (shot.view.x1 - shot.view.x0) / shot.w;
             assert.ok(x0 <= p.x + dx && p.x - dx <= x1, `${where}: zoomed to ${x0}..${x1}`);
-            assert.ok(x1 - x0 < shot.view.x1 - shot.view.x0, `${where}: zoomed in x`);
             const bpp = (shot.view.y1 - shot.view.y0) / shot.h;
             assert.ok(y0 <= p.y + bpp && p.y - 2 * bpp <= y1, `${where}: zoomed to ${y0}..${y1} bytes`);
+            // To the aggregate's bytes (its columns may already span the view).
+            assert.ok(y1 - y0 < shot.view.y1 - shot.view.y0, `${where}: zoomed in`);
             tally.zooms++;
             zoomed = true;
             break;
@@ -232,8 +281,7 @@ async function explore(file, { seed, rounds, pointsPerRound, ratio = 1, size, ev
         await page.mouse.down();
         await page.mouse.up();
         tally.clicks++;
-        await page.waitForSelector(`#detail-body[data-allocation="${id}"][data-site]`, { timeout: 10000 });
-        const d = await page.$eval('#detail-body', (e) => ({ ...e.dataset }));
+        const { data: d, colours: now } = await selected(page, id, p.rows.map((row) => [p.column, row]));
         tally.bands++;
         // Live in the clicked column.
         if (shot.view.axis === 'time') {
@@ -250,7 +298,7 @@ async function explore(file, { seed, rounds, pointsPerRound, ratio = 1, size, ev
         // selection's outline).
         let ok = false;
         for (let k = 0; k < p.rows.length && !ok; k++) {
-          const after = (await pixel(page, p.column, p.rows[k])).slice(0, 3);
+          const after = now[k];
           if (near(after, lighten(colours[k]), 4)) {
             tally.lightened++;
             ok = true;
@@ -270,10 +318,10 @@ async function explore(file, { seed, rounds, pointsPerRound, ratio = 1, size, ev
 }
 
 const runs = [
-  ['forward-fp32.pickle', { seed: 11, rounds: 14, pointsPerRound: 25 }],
-  ['fullstep-19k-events-cpp-frames.pickle', { seed: 23, rounds: 14, pointsPerRound: 25, ratio: 2, size: { width: 1100, height: 800 } }],
-  ['win-paths-compile-context.pickle', { seed: 37, rounds: 14, pointsPerRound: 25, events: true, size: { width: 1280, height: 720 } }],
-  ['forward-segment-free.pickle', { seed: 41, rounds: 14, pointsPerRound: 25, ratio: 1.5 }],
+  ['forward-fp32.pickle', { seed: 11, rounds: 14, pointsPerRound: 24 }],
+  ['fullstep-19k-events-cpp-frames.pickle', { seed: 23, rounds: 14, pointsPerRound: 24, ratio: 2, size: { width: 1100, height: 800 } }],
+  ['win-paths-compile-context.pickle', { seed: 37, rounds: 14, pointsPerRound: 24, events: true, size: { width: 1280, height: 720 } }],
+  ['forward-segment-free.pickle', { seed: 41, rounds: 14, pointsPerRound: 24, ratio: 1.5 }],
 ];
 
 for (const [file, options] of runs) {
@@ -296,11 +344,16 @@ test('#example: press W twice, the band under the cursor is the allocation selec
     await page.waitForSelector('body[data-status="ready"]', { timeout: 60000 });
     await page.keyboard.press('w');
     await page.keyboard.press('w');
-    const shot = decode(await settledPixels(page));
+    const shot = await settled(page);
     const { rect, view } = shot;
     const cx = Math.floor(rect.left + ((6200 - view.x0) / (view.x1 - view.x0)) * rect.width);
-    const cy = Math.floor(rect.top + (1 - (506 * 1048576 - view.y0) / (view.y1 - view.y0)) * rect.height);
-    await page.mouse.click(cx, cy);
+    let cy = Math.floor(rect.top + (1 - (506 * 1048576 - view.y0) / (view.y1 - view.y0)) * rect.height);
+    // The peak's label may sit there: the nearest point below it on the canvas.
+    while (!(await onCanvas(page, [[cx, cy]]))[0]) cy++;
+    await page.mouse.move(cx, cy);
+    assert.equal(await page.$eval('#hover', (e) => e.dataset.hit), 'allocation');
+    await page.mouse.down();
+    await page.mouse.up();
     await page.waitForSelector('#detail-body[data-allocation]');
     const d = await page.$eval('#detail-body', (e) => ({ ...e.dataset }));
     const p = place(shot, cx, cy);
@@ -320,17 +373,8 @@ test('the full training step at Fit is at least 90 % coloured by call site; scre
     await dropFiles(page, [real('fullstep-19k-events-cpp-frames.pickle')]);
     await page.waitForSelector('body[data-status="ready"]', { timeout: 60000 });
     await leave(page);
-    const shot = decode(await settledPixels(page));
-    let drawn = 0;
-    let grey = 0;
-    for (let y = 0; y < shot.h; y++) {
-      for (let x = 0; x < shot.w; x++) {
-        const c = shot.at(x, y);
-        if (near(c, BACKGROUND, 6) || OVERLAYS.some((o) => near(c, o, 10))) continue;
-        drawn++;
-        if (near(c, GREY, 2)) grey++;
-      }
-    }
+    const shot = await settled(page);
+    const { drawn, grey } = await greyShare(page, BACKGROUND, OVERLAYS, GREY);
     const coloured = (drawn - grey) / drawn;
     console.log(`fullstep at Fit: ${drawn} drawn pixels, ${grey} grey: ${(100 * coloured).toFixed(1)} % coloured`);
     assert.ok(drawn > 0.2 * shot.w * shot.h, `${drawn} drawn pixels`);
@@ -338,7 +382,7 @@ test('the full training step at Fit is at least 90 % coloured by call site; scre
     await screenshot(page, 'timeline-fullstep-fit');
     // Zoomed: four W, a box in the middle of the stack.
     for (let k = 0; k < 4; k++) await page.keyboard.press('w');
-    await settledPixels(page);
+    await settled(page);
     await screenshot(page, 'timeline-fullstep-zoomed');
     // A selected band that slides down the stack is outlined along the band.
     const box = shot.rect;
@@ -347,7 +391,7 @@ test('the full training step at Fit is at least 90 % coloured by call site; scre
       const id = await page.$eval('#detail-body', (e) => e.dataset.allocation || '');
       if (id) break;
     }
-    await settledPixels(page);
+    await settled(page);
     await screenshot(page, 'timeline-fullstep-selection');
   } finally {
     await b.close();

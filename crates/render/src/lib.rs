@@ -92,10 +92,12 @@
 //!    per column; each band drawn costs one O(log allocations) prefix sum, each run of
 //!    one call site in a gap a few (a segment tree of the thin allocations' sites finds
 //!    where a run ends), so a column costs O(runs × log allocations); a column showing
-//!    the moment of its left neighbour costs nothing. Measured
-//!    (release, one core): 8.4 million events and 2.8 million allocations index in
-//!    0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace) to 23 ms (0.1 % of it);
-//!    `examples/layout_speed.rs` reproduces the figures.
+//!    the moment of its left neighbour costs nothing. Measured (release, one core)
+//!    before aggregation per call site: 8.4 million events and 2.8 million
+//!    allocations index in 0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace)
+//!    to 23 ms (0.1 % of it); the walk over runs adds to the whole-trace views, where
+//!    thin allocations are many: `examples/layout_speed.rs` gives the current
+//!    figures.
 //! 7. **Precision.** Rects and lines are relative to the view's `(x0, y0)`, so their
 //!    `f32` edges stay within 1e-4 px of the `f64` column edges even microseconds wide
 //!    ten minutes into a trace, where absolute `f32` times would be 64 µs apart.
