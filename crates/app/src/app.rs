@@ -63,6 +63,9 @@ pub struct App {
     pub show_noise: bool,
     next_key: u32,
     next_request: u32,
+    /// Palette entries of call sites (label, entry) from the legends seen, sent with
+    /// every strips request so that a call site keeps its colour on every rank.
+    palette: Vec<(String, u8)>,
     /// A strips request is in flight; another is due when it answers.
     in_flight: bool,
     /// Set when the view changed while a request was in flight.
@@ -95,6 +98,7 @@ impl App {
             show_noise: false,
             next_key: 1,
             next_request: 1,
+            palette: Vec::new(),
             in_flight: false,
             dirty: false,
             load_started_ms: 0.0,
@@ -338,7 +342,33 @@ impl App {
                 // Each worker sends a freshly loaded rank's first view unasked (request
                 // 0); while several ranks load, only the shown one's is taken. An answer
                 // to a request ends it even when it is for a device no longer shown.
+                // The first legend seen fixes its call sites' colours for every rank;
+                // later ones add the sites it lacked (when their entry is free).
+                for entry in &strips.legend {
+                    let Some(slot) = memscope_render::palette::PALETTE
+                        .iter()
+                        .position(|&c| c == entry.color)
+                    else {
+                        continue;
+                    };
+                    let known = self.palette.iter().any(|(l, _)| *l == entry.label);
+                    let taken = self.palette.iter().any(|&(_, s)| usize::from(s) == slot);
+                    if !known && !taken {
+                        self.palette.push((entry.label.clone(), slot as u8));
+                    }
+                }
+                // A rank's first view comes unasked, in its own colours: ask again
+                // with the palette when they differ from it.
+                let recolor = strips.legend.iter().any(|e| {
+                    self.palette.iter().any(|(l, s)| {
+                        *l == e.label
+                            && memscope_render::palette::PALETTE[usize::from(*s)] != e.color
+                    })
+                });
                 let taken = t.set_strips(*strips);
+                if taken && recolor {
+                    t.recolor = true;
+                }
                 if request != 0 || taken {
                     self.in_flight = false;
                 }
@@ -486,6 +516,7 @@ impl App {
                 device,
                 request,
                 view,
+                palette: self.palette.clone(),
             },
         );
     }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use memscope_protocol::Axis;
 use memscope_render::palette::{channels, overlay_color, Theme};
-use memscope_render::{ticks_bytes, ticks_events, ticks_time, AGGREGATE_ID};
+use memscope_render::{is_aggregate, palette, ticks_bytes, ticks_events, ticks_time};
 use memscope_snapshot::units::format_bytes;
 use memscope_snapshot::DeviceSummary;
 use wasm_bindgen::closure::Closure;
@@ -77,8 +77,13 @@ pub fn timeline_svg(app: &App, width: u32, height: u32) -> Option<String> {
         r#"<g clip-path="url(#plot)" shape-rendering="crispEdges">"#
     );
     let mut order: Vec<usize> = (0..s.len()).collect();
-    // Aggregates first, as on screen.
-    order.sort_by_key(|&i| (s.ids[i] != AGGREGATE_ID, s.colors[i]));
+    // As on screen: mixed (grey) aggregates, then those of one call site, then bands.
+    let class = |i: usize| match (is_aggregate(s.ids[i]), s.colors[i] == palette::AGGREGATE) {
+        (true, true) => 0,
+        (true, false) => 1,
+        (false, _) => 2,
+    };
+    order.sort_by_key(|&i| (class(i), s.colors[i]));
     let mut current = None;
     for i in order {
         let [x0, x1, y0, y1] = s.rect_data(i);

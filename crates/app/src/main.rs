@@ -31,7 +31,7 @@ use web_sys::{
 use crate::app::{App, Shared};
 use crate::dom::{attr, by_id, on};
 use crate::pool::Pool;
-use crate::timeline::{Timeline, YScale};
+use crate::timeline::{Hit, Timeline, YScale};
 use memscope_render::gl::NO_ID;
 
 /// The bundled example (copied into the build by index.html), relative to `<base>`.
@@ -288,12 +288,22 @@ fn wire_timeline(app: &Shared) {
                     }
                 }
                 Drag::Pan { moved: false, .. } => {
-                    // A click: select what is under the cursor.
+                    // A click: select the allocation under the cursor, or zoom to the
+                    // aggregate there.
                     let hit = app.timeline.as_ref().and_then(|t| {
                         let (x, y) = t.data_at(cx, cy);
                         t.hit(x, y)
                     });
-                    app.select(hit.unwrap_or(NO_ID));
+                    match hit {
+                        Some(Hit::Aggregate(i)) => {
+                            if let Some(t) = app.timeline.as_mut() {
+                                t.zoom_to_aggregate(i);
+                            }
+                            app.view_changed();
+                        }
+                        Some(Hit::Allocation(id)) => app.select(id),
+                        None => app.select(NO_ID),
+                    }
                 }
                 _ => {}
             }
@@ -454,6 +464,7 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
         .is_some_and(|el| el.id() == "canvas");
     if !inside || t.device.is_none() {
         dom::show(&readout, false);
+        attr(&readout, "data-hit", "");
         if t.hovered != NO_ID {
             t.hovered = NO_ID;
             t.draw();
@@ -461,9 +472,10 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
         return;
     }
     let (x, y) = t.data_at(cx, cy);
-    let hit = t.hit(x, y).unwrap_or(NO_ID);
-    if hit != t.hovered {
-        t.hovered = hit;
+    let hit = t.hit(x, y);
+    let hit_id = t.hit_id(hit);
+    if hit_id != t.hovered {
+        t.hovered = hit_id;
         t.draw();
     }
     let Some((_, _, info)) = &t.device else {
@@ -480,11 +492,36 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
                 lines.push(String::from(date.to_iso_string()));
             }
         }
-        Axis::Events => lines.push(format!("entry #{}", x.max(0.0).round() as u64)),
+        Axis::Events => lines.push(format!("entry #{}", x.max(0.0).floor() as u64)),
     }
     lines.push(memscope_snapshot::units::format_bytes(y.max(0.0) as u64));
-    if hit != NO_ID {
-        lines.push(format!("allocation #{hit} — click for details"));
+    // What is under the cursor, for tests and scripts as well as the eye.
+    for name in [
+        "data-allocation",
+        "data-aggregate-allocations",
+        "data-aggregate-bytes",
+    ] {
+        let _ = readout.remove_attribute(name);
+    }
+    match hit {
+        Some(Hit::Allocation(id)) => {
+            lines.push(format!("allocation #{id} — click for details"));
+            attr(&readout, "data-hit", "allocation");
+            attr(&readout, "data-allocation", &id.to_string());
+        }
+        Some(Hit::Aggregate(i)) => {
+            lines.extend(t.describe_aggregate(i));
+            attr(&readout, "data-hit", "aggregate");
+            if let Some(a) = t.shown.as_ref().and_then(|s| s.aggregates.get(i)) {
+                attr(
+                    &readout,
+                    "data-aggregate-allocations",
+                    &a.allocations.to_string(),
+                );
+                attr(&readout, "data-aggregate-bytes", &a.bytes.to_string());
+            }
+        }
+        None => attr(&readout, "data-hit", ""),
     }
     readout.set_text_content(Some(&lines.join("\n")));
     dom::show_tooltip(&readout, &by_id::<HtmlElement>("plot"), cx, cy);

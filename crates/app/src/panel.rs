@@ -59,6 +59,17 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
     let panel: HtmlElement = by_id("detail-body");
     clear(&panel);
     let Some(d) = detail else {
+        for name in [
+            "data-allocation",
+            "data-alloc-us",
+            "data-free-us",
+            "data-alloc-entry",
+            "data-free-entry",
+            "data-bytes",
+            "data-site",
+        ] {
+            let _ = panel.remove_attribute(name);
+        }
         append(
             &panel,
             &el_text(
@@ -69,7 +80,32 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         );
         return;
     };
+    // For tests and scripts: the allocation, its entries and their times on the
+    // timeline's axes (empty where there is none), its bytes and call site.
+    let or_empty = |v: Option<String>| v.unwrap_or_default();
     attr(&panel, "data-allocation", &d.allocation.to_string());
+    attr(
+        &panel,
+        "data-alloc-us",
+        &or_empty(d.alloc_axis_us.map(|t| t.to_string())),
+    );
+    attr(
+        &panel,
+        "data-free-us",
+        &or_empty(d.free_axis_us.map(|t| t.to_string())),
+    );
+    attr(
+        &panel,
+        "data-alloc-entry",
+        &or_empty(d.alloc_entry.map(|e| e.to_string())),
+    );
+    attr(
+        &panel,
+        "data-free-entry",
+        &or_empty(d.free_entry.map(|e| e.to_string())),
+    );
+    attr(&panel, "data-bytes", &d.size.to_string());
+    attr(&panel, "data-site", &d.site);
     append(
         &panel,
         &el_text("h2", "", &format!("Allocation #{}", d.allocation)),

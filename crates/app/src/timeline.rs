@@ -1,13 +1,20 @@
 //! The memory timeline: a WebGL2 canvas showing one device's strips, with DOM axes,
 //! the peak marker, the hover readout and the box-zoom rectangle.
 //!
+//! `#plot` carries the view drawn for tests and scripts: `data-axis` (`time` or
+//! `events`), `data-view-start` / `data-view-end` (µs since the trace's first entry, or
+//! entry numbers, at the canvas's left and right edges) and `data-y-min-bytes` /
+//! `data-y-max-bytes` (at its bottom and top edges).
+//!
 //! The view (x and y ranges) changes instantly on input: the current strips are redrawn
 //! through a new mapping while the worker lays out the new view, whose strips replace
 //! them when they arrive.
 
-use memscope_protocol::{Axis, DeviceInfo, LegendEntry, Strips, View};
+use std::collections::HashMap;
+
+use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, Strips, View};
 use memscope_render::palette::{overlay_color, Theme};
-use memscope_render::{ticks_bytes, ticks_events, ticks_time};
+use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{HtmlCanvasElement, HtmlElement};
@@ -22,6 +29,19 @@ pub struct Shown {
     pub strips: memscope_render::Strips,
     pub peak: (f64, f64),
     pub legend: Vec<LegendEntry>,
+    /// What each aggregate holds (entry `k`: instance `k`).
+    pub aggregates: Vec<AggregateSummary>,
+    /// The labels and colours of the call sites the aggregates name.
+    pub sites: HashMap<u32, (String, u32)>,
+}
+
+/// What is drawn under a point of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Hit {
+    /// An allocation's band.
+    Allocation(u32),
+    /// An aggregate: its instance (and index in [`Shown::aggregates`]).
+    Aggregate(usize),
 }
 
 /// The timeline widget.
@@ -45,6 +65,12 @@ pub struct Timeline {
     pub y_scale: YScale,
     /// The canvas' width in CSS pixels, as last measured (to keep labels inside it).
     css_width_px: f64,
+    /// What the outlines uploaded follow: (hovered, selected, strips generation).
+    outlined: (u32, u32, u32),
+    /// Bumped whenever new strips are taken.
+    generation: u32,
+    /// The strips shown are in colours the page's palette changes: lay them out again.
+    pub recolor: bool,
 }
 
 /// What a fitted y axis spans: up to the peak of reserved bytes (the default, as
@@ -127,6 +153,9 @@ impl Timeline {
             highlight: None,
             y_scale: YScale::Reserved,
             css_width_px: 1.0,
+            outlined: (NO_ID, NO_ID, 0),
+            generation: 0,
+            recolor: false,
         })
     }
 
@@ -267,14 +296,83 @@ impl Timeline {
         )
     }
 
-    /// The allocation drawn under data coordinates, if a band (not an aggregate) is there.
-    pub fn hit(&self, x: f64, y: f64) -> Option<u32> {
+    /// What is drawn under data coordinates (absolute, as [`Timeline::data_at`] gives):
+    /// the shown strips are drawn through the current view, so the strips' own hit test
+    /// answers exactly for what is on screen.
+    pub fn hit(&self, x: f64, y: f64) -> Option<Hit> {
         let shown = self.shown.as_ref()?;
-        let i = shown
-            .strips
-            .hit(x - shown.strips.origin_x, y - shown.strips.origin_y)?;
+        if shown.view.axis != self.view.axis {
+            return None;
+        }
+        let i = shown.strips.hit(x, y)?;
         let id = *shown.strips.ids.get(i)?;
-        (id != NO_ID).then_some(id)
+        if is_aggregate(id) {
+            (i < shown.aggregates.len()).then_some(Hit::Aggregate(i))
+        } else {
+            Some(Hit::Allocation(id))
+        }
+    }
+
+    /// The instance id a hit outlines.
+    pub fn hit_id(&self, hit: Option<Hit>) -> u32 {
+        match (hit, &self.shown) {
+            (Some(Hit::Allocation(id)), _) => id,
+            (Some(Hit::Aggregate(i)), Some(shown)) => shown.strips.ids[i],
+            _ => NO_ID,
+        }
+    }
+
+    /// What aggregate instance `i` holds, as lines of text: allocations and bytes, its
+    /// call site or how many are mixed, and the top three.
+    pub fn describe_aggregate(&self, i: usize) -> Vec<String> {
+        let Some(shown) = &self.shown else {
+            return Vec::new();
+        };
+        let Some(a) = shown.aggregates.get(i) else {
+            return Vec::new();
+        };
+        let label = |site: u32| {
+            shown
+                .sites
+                .get(&site)
+                .map_or("(unknown call site)", |s| s.0.as_str())
+        };
+        let mut lines = vec![format!(
+            "{} allocation{} too thin to draw one by one: {}",
+            format_count(u64::from(a.allocations)),
+            if a.allocations == 1 { "" } else { "s" },
+            format_bytes(a.bytes as u64)
+        )];
+        if a.site == MIXED_SITE {
+            lines.push(format!("{} call sites mixed:", a.sites));
+            for &(site, bytes, n) in a.top.iter().filter(|t| t.0 != MIXED_SITE) {
+                lines.push(format!(
+                    "  {} — {} in {}",
+                    label(site),
+                    format_bytes(bytes as u64),
+                    format_count(u64::from(n))
+                ));
+            }
+            if a.sites > 3 {
+                lines.push(format!("  and {} more", a.sites - 3));
+            }
+        } else {
+            lines.push(format!("call site {}", label(a.site)));
+        }
+        lines.push("click to zoom in".to_owned());
+        lines
+    }
+
+    /// Zooms to aggregate instance `i`: its columns, its bytes with a margin.
+    pub fn zoom_to_aggregate(&mut self, i: usize) {
+        let Some(shown) = &self.shown else { return };
+        let Some(a) = shown.aggregates.get(i) else {
+            return;
+        };
+        let [x0, x1, _, _] = shown.strips.rect_data(i);
+        let (lo, hi) = (a.lo_bytes, a.hi_bytes);
+        let margin = 0.25 * (hi - lo);
+        self.zoom_to(x0, x1, (lo - margin).max(0.0), hi + margin);
     }
 
     /// Takes new strips if they are for the device shown and not older than the ones
@@ -305,12 +403,20 @@ impl Timeline {
         self.renderer
             .set_bands(&self.gl, &render.rects, &colors, &render.ids);
         self.upload_lines(&render);
+        self.generation = self.generation.wrapping_add(1);
+        self.recolor = false;
         self.shown = Some(Shown {
             request: strips.request,
             view: strips.view,
             strips: render,
             peak: strips.peak,
             legend: strips.legend,
+            aggregates: strips.aggregates,
+            sites: strips
+                .sites
+                .into_iter()
+                .map(|(site, label, color)| (site, (label, color)))
+                .collect(),
         });
         true
     }
@@ -363,6 +469,9 @@ impl Timeline {
 
     /// Whether the shown strips were laid out for a different view than the current one.
     pub fn stale(&self) -> bool {
+        if self.recolor {
+            return true;
+        }
         match &self.shown {
             Some(shown) => {
                 let a = shown.view;
@@ -379,8 +488,54 @@ impl Timeline {
         }
     }
 
+    /// Uploads the outlines of the hovered and selected allocations (or aggregate) when
+    /// they, or the strips, changed: overlay lines that follow each band.
+    fn update_outlines(&mut self) {
+        let key = (self.hovered, self.selected, self.generation);
+        if key == self.outlined {
+            return;
+        }
+        self.outlined = key;
+        let mut vertices = Vec::new();
+        let mut strips = Vec::new();
+        if let Some(shown) = &self.shown {
+            for (id, selected) in [(self.hovered, false), (self.selected, true)] {
+                // The selection's outline (wider) stands for the hover on it too.
+                if id == NO_ID || (!selected && id == self.selected) {
+                    continue;
+                }
+                let (v, polylines) = shown.strips.outline(id);
+                let base = (vertices.len() / 2) as i32;
+                vertices.extend_from_slice(&v);
+                strips.extend(
+                    polylines
+                        .into_iter()
+                        .map(|(first, count)| (base + first as i32, count as i32, selected)),
+                );
+            }
+        }
+        self.renderer.set_outlines(&self.gl, &vertices, strips);
+    }
+
+    /// Publishes the view drawn on `#plot` (see the module docs).
+    fn publish_view(&self) {
+        let plot: HtmlElement = by_id("plot");
+        let v = &self.view;
+        let axis = match v.axis {
+            Axis::Time => "time",
+            Axis::Events => "events",
+        };
+        attr(&plot, "data-axis", axis);
+        attr(&plot, "data-view-start", &v.x0.to_string());
+        attr(&plot, "data-view-end", &v.x1.to_string());
+        attr(&plot, "data-y-min-bytes", &v.y0.to_string());
+        attr(&plot, "data-y-max-bytes", &v.y1.to_string());
+    }
+
     /// Draws the current strips through the current view, and the DOM overlays.
     pub fn draw(&mut self) {
+        self.update_outlines();
+        self.publish_view();
         let (w, h) = self.fit_canvas();
         let dark = dark_theme();
         let background = if dark {
@@ -495,7 +650,7 @@ impl Timeline {
         for entry in &shown.legend {
             let item = el("li", "legend-item");
             let swatch = el("span", "swatch");
-            style(&swatch, "background", &css_color(entry.color));
+            style(&swatch, "background", &swatch_background(entry.color));
             append(&item, &swatch);
             append(&item, &el_text("span", "legend-label", &entry.label));
             // Long C++ names are cut: the whole name on hover.
@@ -566,6 +721,19 @@ fn dark_theme() -> bool {
     dom::document()
         .document_element()
         .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"))
+}
+
+/// A legend swatch's CSS background: the colour, hatched for allocations without a
+/// call stack as the renderer draws them.
+pub fn swatch_background(rgba: u32) -> String {
+    if rgba == memscope_render::palette::NO_STACK {
+        let [r, g, b, _] = rgba.to_le_bytes();
+        format!(
+            "repeating-linear-gradient(-45deg, rgb({r}, {g}, {b}) 0 3px, rgb(180, 180, 180) 3px 5px)"
+        )
+    } else {
+        css_color(rgba)
+    }
 }
 
 /// A CSS colour from RGBA8 packed little-endian (red in the low byte).

@@ -104,6 +104,9 @@ pub enum Request {
         request: u32,
         /// The view.
         view: View,
+        /// Palette entries of call sites (label, entry) that other ranks gave: the
+        /// worker gives them the same ones, so a site keeps its colour on every rank.
+        palette: Vec<(String, u8)>,
     },
     /// Everything known about one allocation.
     Detail {
@@ -223,8 +226,47 @@ pub struct Strips {
     pub peak: (f64, f64),
     /// Call sites with the most bytes at the peak.
     pub legend: Vec<LegendEntry>,
+    /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
+    pub aggregates: Vec<AggregateSummary>,
+    /// The call sites the aggregates name: (site, label, RGBA8 colour).
+    pub sites: Vec<(u32, String, u32)>,
     /// Milliseconds the worker spent laying out.
     pub layout_ms: f64,
+}
+
+/// What a timeline aggregate holds ([`memscope_render::Aggregate`], bytes as `f64`
+/// for JavaScript).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AggregateSummary {
+    /// Its bottom in bytes (exact; the rect's edges are `f32`).
+    pub lo_bytes: f64,
+    /// Its top in bytes.
+    pub hi_bytes: f64,
+    /// Its call site (see [`Strips::sites`]), or [`memscope_render::MIXED_SITE`].
+    pub site: u32,
+    /// How many allocations.
+    pub allocations: u32,
+    /// Their requested bytes.
+    pub bytes: f64,
+    /// How many distinct call sites.
+    pub sites: u32,
+    /// Up to three call sites with the most bytes: (site, bytes, allocations); unused
+    /// slots have site [`memscope_render::MIXED_SITE`].
+    pub top: [(u32, f64, u32); 3],
+}
+
+impl From<&memscope_render::Aggregate> for AggregateSummary {
+    fn from(a: &memscope_render::Aggregate) -> Self {
+        AggregateSummary {
+            lo_bytes: a.lo_bytes,
+            hi_bytes: a.hi_bytes,
+            site: a.site,
+            allocations: a.allocations,
+            bytes: a.bytes as f64,
+            sites: a.sites,
+            top: a.top.map(|(site, bytes, n)| (site, bytes as f64, n)),
+        }
+    }
 }
 
 /// One frame of a stack, ready to show.
@@ -286,6 +328,16 @@ pub struct AllocationDetail {
     pub call_site_reason: Option<String>,
     /// The call stack, innermost first.
     pub frames: Vec<FrameText>,
+    /// Its alloc entry's index in the device's trace (0 = the trace's first entry).
+    pub alloc_entry: Option<u32>,
+    /// The index of the entry that freed it in the device's trace.
+    pub free_entry: Option<u32>,
+    /// Its alloc entry on the timeline's time axis (µs since the first entry).
+    pub alloc_axis_us: Option<f64>,
+    /// Its free entry on the timeline's time axis.
+    pub free_axis_us: Option<f64>,
+    /// Its call site's label, as the timeline and legend name it.
+    pub site: String,
 }
 
 /// What a worker answers.

@@ -22,7 +22,7 @@ use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use memscope_render::{layout, Axis, TimelineIndex, TimelineView, AGGREGATE_ID};
+use memscope_render::{is_aggregate, layout, Axis, TimelineIndex, TimelineView, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{load_reader, Allocations};
 
@@ -144,12 +144,18 @@ fn report(path: &PathBuf) -> Result<(), String> {
                 strips = layout(&index, &view);
                 best = best.min(start.elapsed());
             }
-            let bands = strips.ids.iter().filter(|&&id| id != AGGREGATE_ID).count();
+            let bands = strips.ids.iter().filter(|&&id| !is_aggregate(id)).count();
+            let mixed = strips
+                .aggregates
+                .iter()
+                .filter(|a| a.site == MIXED_SITE)
+                .count();
             println!(
-                "  layout {what:<26} {:>9.1} ms  {:>7} instances ({:>7} bands, {:>5.1} per column; bound {})",
+                "  layout {what:<26} {:>9.1} ms  {:>7} instances ({:>7} bands, {:>7} mixed aggregates, {:>5.1} per column; bound {})",
                 best.as_secs_f64() * 1e3,
                 format_count(strips.len() as u64),
                 format_count(bands as u64),
+                format_count(mixed as u64),
                 strips.len() as f64 / f64::from(view.width_px),
                 format_count(view.instance_bound() as u64),
             );

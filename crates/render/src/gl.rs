@@ -5,8 +5,11 @@
 //! bands and aggregated bands (overlay curves are line strips). One unit quad is
 //! instanced once per rectangle; a uniform maps data to clip space, so panning and zooming redraw the same
 //! buffers instantly while the worker lays out the new view. Rectangles narrower or
-//! shorter than a pixel are widened to one pixel, so nothing vanishes. The hovered and
-//! selected allocations (by id) are outlined.
+//! shorter than a pixel are widened to one pixel, so nothing vanishes. Ids from
+//! [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on are aggregates, drawn first, in
+//! instance order; bands are drawn over them. The selected allocation is lightened and
+//! the hovered one tinted; their outlines are overlay lines that follow the band
+//! ([`outline`]). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
 //!
 //! glow marks every GL call `unsafe` because native OpenGL can be misused into undefined
 //! behaviour; on WebGL2 every call is validated by the browser. This module is the only
@@ -29,8 +32,9 @@ out vec4 v_color;
 out vec2 v_px;           // position inside the rect, in pixels from its corner
 out vec2 v_size_px;      // rect size in pixels
 flat out uint v_mark;    // 1 hovered, 2 selected
+flat out uint v_hatch;   // 1: no call stack (alpha 254), drawn hatched
 void main() {
-    bool aggregate = a_id == 0xffffffffu;
+    bool aggregate = a_id >= 0xc0000000u;
     if (aggregate != (u_pass == 0u)) {
         gl_Position = vec4(2.0, 2.0, 2.0, 1.0); // outside the clip volume: skipped
         return;
@@ -48,6 +52,7 @@ void main() {
     v_px = a_corner * v_size_px;
     v_color = a_color;
     v_mark = a_id == 0xffffffffu ? 0u : (a_id == u_selected ? 2u : (a_id == u_hovered ? 1u : 0u));
+    v_hatch = abs(a_color.a * 255.0 - 254.0) < 0.5 ? 1u : 0u;
 }
 "#;
 
@@ -57,17 +62,24 @@ in vec4 v_color;
 in vec2 v_px;
 in vec2 v_size_px;
 flat in uint v_mark;
+flat in uint v_hatch;
 uniform vec4 u_outline;
+uniform uint u_border;   // 1: outline marked rects here; 0: outlines are overlay lines
 out vec4 out_color;
 void main() {
-    vec4 c = v_color;
+    vec4 c = vec4(v_color.rgb, v_hatch == 1u ? 1.0 : v_color.a);
+    if (v_hatch == 1u && mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
+        c.rgb = mix(c.rgb, vec3(1.0), 0.45);
+    }
     if (v_mark > 0u) {
         float edge = min(min(v_px.x, v_size_px.x - v_px.x), min(v_px.y, v_size_px.y - v_px.y));
         float width = v_mark == 2u ? 2.0 : 1.5;
-        if (edge < width) {
+        if (u_border == 1u && edge < width) {
             c = u_outline;
         } else if (v_mark == 2u) {
-            c = vec4(mix(c.rgb, vec3(1.0), 0.25), c.a);
+            c.rgb = mix(c.rgb, vec3(1.0), 0.25);
+        } else if (u_border == 0u) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.15);
         }
     }
     out_color = vec4(c.rgb * c.a, c.a);
@@ -77,8 +89,9 @@ void main() {
 const LINE_VERTEX: &str = r#"#version 300 es
 layout(location = 0) in vec2 a_pos;
 uniform vec4 u_map;
+uniform vec2 u_shift;    // in [0, 1] units: draws a line again a pixel aside
 void main() {
-    vec2 p = vec2((a_pos.x - u_map.x) * u_map.y, (a_pos.y - u_map.z) * u_map.w);
+    vec2 p = vec2((a_pos.x - u_map.x) * u_map.y, (a_pos.y - u_map.z) * u_map.w) + u_shift;
     gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
 }
 "#;
@@ -100,6 +113,15 @@ struct Lines {
     strips: Vec<(i32, i32, u32)>,
     u_map: Option<glow::UniformLocation>,
     u_color: Option<glow::UniformLocation>,
+    u_shift: Option<glow::UniformLocation>,
+}
+
+/// Outlines drawn over everything: vertices, and per polyline (first vertex, count,
+/// whether it is the selection's, drawn two pixels wide).
+struct Outlines {
+    vao: glow::VertexArray,
+    buffer: glow::Buffer,
+    strips: Vec<(i32, i32, bool)>,
 }
 
 /// A set of rectangles on the GPU.
@@ -135,6 +157,10 @@ pub struct Renderer {
     u_hovered: Option<glow::UniformLocation>,
     u_outline: Option<glow::UniformLocation>,
     u_pass: Option<glow::UniformLocation>,
+    u_border: Option<glow::UniformLocation>,
+    outlines: Outlines,
+    /// Whether marked rects get a border (else their outlines are [`Outlines`]).
+    borders: bool,
 }
 
 /// No allocation (never matches an instance id).
@@ -181,13 +207,7 @@ impl Renderer {
             let quad: [f32; 8] = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
             gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of_f32(&quad), glow::STATIC_DRAW);
             let bands = Self::batch(gl, corner)?;
-            let vao = gl.create_vertex_array()?;
-            gl.bind_vertex_array(Some(vao));
-            let buffer = gl.create_buffer()?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
-            gl.enable_vertex_attrib_array(0);
-            gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 8, 0);
-            gl.bind_vertex_array(None);
+            let (vao, buffer) = Self::line_buffer(gl)?;
             let lines = Lines {
                 program: line_program,
                 vao,
@@ -195,6 +215,13 @@ impl Renderer {
                 strips: Vec::new(),
                 u_map: gl.get_uniform_location(line_program, "u_map"),
                 u_color: gl.get_uniform_location(line_program, "u_color"),
+                u_shift: gl.get_uniform_location(line_program, "u_shift"),
+            };
+            let (vao, buffer) = Self::line_buffer(gl)?;
+            let outlines = Outlines {
+                vao,
+                buffer,
+                strips: Vec::new(),
             };
             Ok(Renderer {
                 u_map: gl.get_uniform_location(program, "u_map"),
@@ -203,11 +230,46 @@ impl Renderer {
                 u_hovered: gl.get_uniform_location(program, "u_hovered"),
                 u_outline: gl.get_uniform_location(program, "u_outline"),
                 u_pass: gl.get_uniform_location(program, "u_pass"),
+                u_border: gl.get_uniform_location(program, "u_border"),
                 program,
                 bands,
                 lines,
+                outlines,
+                borders: true,
             })
         }
+    }
+
+    unsafe fn line_buffer(gl: &glow::Context) -> Result<(glow::VertexArray, glow::Buffer), String> {
+        let vao = gl.create_vertex_array()?;
+        gl.bind_vertex_array(Some(vao));
+        let buffer = gl.create_buffer()?;
+        gl.bind_buffer(glow::ARRAY_BUFFER, Some(buffer));
+        gl.enable_vertex_attrib_array(0);
+        gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 8, 0);
+        gl.bind_vertex_array(None);
+        Ok((vao, buffer))
+    }
+
+    /// Outlines the hovered and selected allocations with overlay polylines (from
+    /// [`Strips::outline`](crate::Strips::outline)) instead of rect borders: `vertices`
+    /// as x, y pairs; `strips` as (first vertex, vertex count, selected).
+    pub fn set_outlines(
+        &mut self,
+        gl: &glow::Context,
+        vertices: &[f32],
+        strips: Vec<(i32, i32, bool)>,
+    ) {
+        self.borders = false;
+        unsafe {
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(self.outlines.buffer));
+            gl.buffer_data_u8_slice(
+                glow::ARRAY_BUFFER,
+                bytes_of_f32(vertices),
+                glow::STATIC_DRAW,
+            );
+        }
+        self.outlines.strips = strips;
     }
 
     unsafe fn batch(gl: &glow::Context, corner: glow::Buffer) -> Result<Batch, String> {
@@ -334,6 +396,7 @@ impl Renderer {
                 1.0 / width_px.max(1) as f32,
                 1.0 / height_px.max(1) as f32,
             );
+            gl.uniform_1_u32(self.u_border.as_ref(), u32::from(self.borders));
             gl.uniform_1_u32(self.u_selected.as_ref(), selected);
             gl.uniform_1_u32(self.u_hovered.as_ref(), hovered);
             gl.uniform_4_f32(
@@ -353,7 +416,7 @@ impl Renderer {
                 }
             }
             let lines = &self.lines;
-            if !lines.strips.is_empty() {
+            if !lines.strips.is_empty() || !self.outlines.strips.is_empty() {
                 gl.use_program(Some(lines.program));
                 gl.uniform_4_f32(
                     lines.u_map.as_ref(),
@@ -362,6 +425,7 @@ impl Renderer {
                     map.y_bottom as f32,
                     sy as f32,
                 );
+                gl.uniform_2_f32(lines.u_shift.as_ref(), 0.0, 0.0);
                 gl.bind_vertex_array(Some(lines.vao));
                 for &(first, count, color) in &lines.strips {
                     let [r, g, b, a] = color.to_le_bytes();
@@ -373,6 +437,27 @@ impl Renderer {
                         f32::from(a) / 255.0,
                     );
                     gl.draw_arrays(glow::LINE_STRIP, first, count);
+                }
+                gl.uniform_4_f32(
+                    lines.u_color.as_ref(),
+                    outline[0],
+                    outline[1],
+                    outline[2],
+                    outline[3],
+                );
+                gl.bind_vertex_array(Some(self.outlines.vao));
+                let (px, py) = (1.0 / width_px.max(1) as f32, 1.0 / height_px.max(1) as f32);
+                for &(first, count, selected) in &self.outlines.strips {
+                    // The selection two pixels wide: again one pixel inside the band.
+                    let shifts: &[(f32, f32)] = if selected {
+                        &[(0.0, 0.0), (px, -py)]
+                    } else {
+                        &[(0.0, 0.0)]
+                    };
+                    for &(dx, dy) in shifts {
+                        gl.uniform_2_f32(lines.u_shift.as_ref(), dx, dy);
+                        gl.draw_arrays(glow::LINE_STRIP, first, count);
+                    }
                 }
             }
             gl.bind_vertex_array(None);

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use memscope_snapshot::frames::site_label;
+use memscope_snapshot::frames::{site_label, NO_STACK_LABEL};
 use memscope_snapshot::{Allocations, Snapshot, StackId, NONE, NO_TIME};
 use serde::{Deserialize, Serialize};
 
@@ -217,6 +217,8 @@ impl TimelineIndex {
                 };
             }
         }
+
+        index.assign_palette();
 
         // Reserved bytes: a step at every segment entry.
         let mut reserved = allocs.initial_reserved;
@@ -468,6 +470,108 @@ impl TimelineIndex {
         }
     }
 
+    /// Gives the call sites distinct palette entries in the order of their bytes at the
+    /// peak (the legend's order; ties by the label's hash, then the label), as many as
+    /// the palette has; the rest keep their label's hash. Allocations without a call
+    /// stack get [`palette::NO_STACK_INDEX`].
+    fn assign_palette(&mut self) {
+        self.follow_palette(&[]);
+    }
+
+    /// Assigns palette entries as [`TimelineIndex::new`] does, except that the call
+    /// sites named in `fixed` (label, palette index) take those entries first: the page
+    /// passes the entries another rank gave, so a call site keeps its colour on every
+    /// rank. The other sites take the entries left, in bytes order. Returns whether any
+    /// colour changed.
+    pub fn follow_palette(&mut self, fixed: &[(String, u8)]) -> bool {
+        let before = self.site_palette.clone();
+        let (bytes, _) = self.site_bytes_at(self.peak.moment);
+        let hashes: Vec<u8> = self
+            .site_labels
+            .iter()
+            .map(|l| palette::palette_index_of(l))
+            .collect();
+        let mut order: Vec<usize> = (0..self.site_labels.len()).collect();
+        order.sort_by(|&a, &b| {
+            bytes[b]
+                .cmp(&bytes[a])
+                .then_with(|| hashes[a].cmp(&hashes[b]))
+                .then_with(|| self.site_labels[a].cmp(&self.site_labels[b]))
+        });
+        let slots = palette::PALETTE.len();
+        let mut used = vec![false; slots];
+        let mut placed = vec![false; self.site_labels.len()];
+        for (label, slot) in fixed {
+            let slot = *slot as usize;
+            if slot >= slots || used[slot] {
+                continue;
+            }
+            if let Some(site) = self.site_labels.iter().position(|l| l == label) {
+                if label != NO_STACK_LABEL && !placed[site] {
+                    self.site_palette[site] = slot as u8;
+                    used[slot] = true;
+                    placed[site] = true;
+                }
+            }
+        }
+        let mut free = (0..slots).filter(|&s| !used[s]);
+        for site in order {
+            if placed[site] {
+                continue;
+            }
+            self.site_palette[site] = if self.site_labels[site] == NO_STACK_LABEL {
+                palette::NO_STACK_INDEX
+            } else {
+                free.next().map_or(hashes[site], |slot| slot as u8)
+            };
+        }
+        self.site_palette != before
+    }
+
+    /// Requested bytes and allocation counts per call site live at moment `m`.
+    fn site_bytes_at(&self, m: u32) -> (Vec<u64>, Vec<u32>) {
+        let mut bytes = vec![0u64; self.site_labels.len()];
+        let mut counts = vec![0u32; self.site_labels.len()];
+        let started = self.start.partition_point(|&s| s <= m);
+        for rank in 0..started {
+            if self.end[rank] > m {
+                let site = self.site[rank] as usize;
+                bytes[site] = bytes[site].wrapping_add(self.size[rank]);
+                counts[site] += 1;
+            }
+        }
+        (bytes, counts)
+    }
+
+    /// The number of distinct call sites.
+    pub fn sites(&self) -> usize {
+        self.site_labels.len()
+    }
+
+    /// The label of call site `site` (ids `0..sites()`).
+    pub fn site_label(&self, site: u32) -> &str {
+        &self.site_labels[site as usize]
+    }
+
+    /// The colour of call site `site` (RGBA8).
+    pub fn site_color(&self, site: u32) -> u32 {
+        palette::color(self.site_palette[site as usize])
+    }
+
+    /// The colour of the call site labelled `label` on this device, or its label's hash
+    /// colour when no allocation here has it.
+    pub fn label_color(&self, label: &str) -> u32 {
+        match self.site_labels.iter().position(|l| l == label) {
+            Some(site) => self.site_color(site as u32),
+            None => palette::color(palette::palette_index_of(label)),
+        }
+    }
+
+    /// The call site of allocation `id`.
+    pub fn site_of(&self, id: usize) -> u32 {
+        self.site[self.rank(id)]
+    }
+
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: usize) -> &str {
         &self.site_labels[self.site[self.rank(id)] as usize]
@@ -492,17 +596,7 @@ impl TimelineIndex {
 /// The top `n` call sites by requested bytes live at the peak, largest first (ties by
 /// label). O(allocations).
 pub fn legend(index: &TimelineIndex, n: usize) -> Vec<LegendEntry> {
-    let m = index.peak.moment;
-    let mut bytes = vec![0u64; index.site_labels.len()];
-    let mut counts = vec![0u32; index.site_labels.len()];
-    let started = index.start.partition_point(|&s| s <= m);
-    for rank in 0..started {
-        if index.end[rank] > m {
-            let site = index.site[rank] as usize;
-            bytes[site] = bytes[site].wrapping_add(index.size[rank]);
-            counts[site] += 1;
-        }
-    }
+    let (bytes, counts) = index.site_bytes_at(index.peak.moment);
     let mut sites: Vec<usize> = (0..bytes.len()).filter(|&s| counts[s] > 0).collect();
     sites.sort_by(|&a, &b| {
         bytes[b]

@@ -7,10 +7,53 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Axis, TimelineIndex, NO_MOMENT};
 use crate::palette;
-use crate::stack::{Fenwick, RankSet};
+use crate::stack::{Fenwick, RankSet, SiteTree};
 
-/// The id of aggregate instances (lumped sub-pixel allocations).
+/// The id of aggregate instances in the views that do not describe them (segments,
+/// lanes, flame graph, pools): lumped sub-pixel items.
 pub const AGGREGATE_ID: u32 = u32::MAX;
+
+/// The first id of the memory timeline's aggregates: instance `k` of a timeline's
+/// [`Strips`] is an aggregate iff its id is `AGGREGATE_BASE + k`, described by
+/// [`Strips::aggregates`]`[k]`. Every id from here on (with [`AGGREGATE_ID`]) is an
+/// aggregate for drawing; allocation ids stay below it.
+pub const AGGREGATE_BASE: u32 = 0xC000_0000;
+
+/// Whether an instance id stands for an aggregate rather than an allocation.
+pub const fn is_aggregate(id: u32) -> bool {
+    id >= AGGREGATE_BASE
+}
+
+/// [`Aggregate::site`] of an aggregate holding several call sites (drawn grey).
+pub const MIXED_SITE: u32 = u32::MAX;
+
+/// What a timeline aggregate holds: the live allocations (of non-zero size) whose bands
+/// overlap its extent at the moment of its columns. Merged across columns only while
+/// all of this stays the same.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Its extent in the column it starts in, in bytes (exact, where the rect's `f32`
+    /// edges are rounded): from the bottom of the stack, clipped to the view.
+    pub lo_bytes: f64,
+    /// Its top.
+    pub hi_bytes: f64,
+    /// The window of the stack its allocations come from (see [`WINDOW_PX`]): they
+    /// are the live ones overlapping it of its call sites.
+    pub window_lo_bytes: f64,
+    /// The window's top.
+    pub window_hi_bytes: f64,
+    /// Its call site ([`TimelineIndex::site_label`]), or [`MIXED_SITE`].
+    pub site: u32,
+    /// How many allocations.
+    pub allocations: u32,
+    /// Their requested bytes (whole allocations, even where the view clips them).
+    pub bytes: u64,
+    /// How many distinct call sites.
+    pub sites: u32,
+    /// Up to three call sites with the most bytes, largest first (ties by site id):
+    /// `(site, bytes, allocations)`; unused slots have site [`MIXED_SITE`].
+    pub top: [(u32, u64, u32); 3],
+}
 
 /// What to lay out: a data rectangle and the canvas it fills.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -118,9 +161,9 @@ pub struct Strips {
     /// What y = 0 in `rects` and `lines` stands for (the view's `y0`).
     pub origin_y: f64,
     /// Per instance `x0, x1, y0, y1`: axis-aligned, x0 < x1, y0 < y1, x edges on pixel
-    /// column edges. Instances come in no particular order (a run is written out when
-    /// it ends) and do not overlap, except bands continued across columns, which may
-    /// overlap a neighbour by less than half a pixel.
+    /// column edges. They do not overlap, except bands continued across columns, which
+    /// may overlap a neighbour by less than half a pixel (the order is in
+    /// [`aggregates`](Strips::aggregates)).
     pub rects: Vec<f32>,
     /// Per instance, RGBA8 ([`palette`]).
     pub colors: Vec<u32>,
@@ -138,6 +181,11 @@ pub struct Strips {
     pub peak: PeakMarker,
     /// Per pixel column, the moment it shows, or [`NO_MOMENT`] outside the data.
     pub column_moments: Vec<u32>,
+    /// What each aggregate holds: entry `k` describes instance `k` (id
+    /// `AGGREGATE_BASE + k`). Aggregates come first among the instances, the mixed
+    /// (grey) ones before those of one call site, so that drawn in order the coloured
+    /// ones cover a grey one widened to a pixel; bands follow (drawn over both).
+    pub aggregates: Vec<Aggregate>,
     #[serde(skip)]
     hit_index: OnceLock<HitIndex>,
 }
@@ -191,9 +239,21 @@ impl Strips {
         ]
     }
 
-    /// The instance under the data point `(x, y)` (absolute: axis units, bytes), if any.
-    /// The first call builds an index (instances bucketed by pixel column, sorted by
-    /// y); every call after is O(log n).
+    /// What aggregate instance `i` holds (`None` for a band or another view's strips).
+    pub fn aggregate(&self, i: usize) -> Option<&Aggregate> {
+        let id = *self.ids.get(i)?;
+        if id < AGGREGATE_BASE || id == AGGREGATE_ID {
+            return None;
+        }
+        self.aggregates.get((id - AGGREGATE_BASE) as usize)
+    }
+
+    /// The instance drawn at the data point `(x, y)` (absolute: axis units, bytes), if
+    /// any, as the renderer draws this view: rects at least one pixel tall, aggregates
+    /// first and bands over them, later instances over earlier ones; in a sliver left
+    /// between two rects by a band's drift, the nearer one within half a pixel. The first call
+    /// builds an index (instances bucketed by pixel column, sorted by y); every call
+    /// after is O(log n).
     pub fn hit(&self, x: f64, y: f64) -> Option<usize> {
         let index = self.hit_index.get_or_init(|| HitIndex::build(self));
         let dx = self.view.x_per_px();
@@ -204,14 +264,87 @@ impl Strips {
         let j = j as usize;
         let items = &index.items[index.starts[j] as usize..index.starts[j + 1] as usize];
         let y = y - self.origin_y;
+        let px = self.view.bytes_per_px();
         let k = items.partition_point(|&i| f64::from(self.rects[4 * i as usize + 2]) <= y);
-        // Bands merged across columns may sit up to half a pixel off: look one lower.
-        items[..k]
+        // Rects in a column overlap by less than a pixel (merged bands drift by half a
+        // pixel, thin ones are widened to one): what covers y starts at most a pixel or
+        // two below it, or is the first rect starting lower.
+        let mut best: Option<(bool, usize)> = None;
+        let mut lower = 0;
+        for &i in items[..k].iter().rev() {
+            let i = i as usize;
+            let (y0, y1) = (
+                f64::from(self.rects[4 * i + 2]),
+                f64::from(self.rects[4 * i + 3]),
+            );
+            if y < y1.max(y0 + px) {
+                let key = (!is_aggregate(self.ids[i]), i);
+                if best.is_none_or(|b| key > b) {
+                    best = Some(key);
+                }
+            }
+            if y0 < y - 2.0 * px {
+                lower += 1;
+                if lower == 2 {
+                    break;
+                }
+            }
+        }
+        if let Some((_, i)) = best {
+            return Some(i);
+        }
+        // Bands continued across columns drift by up to half a pixel, so a sliver of a
+        // pixel between two rects can be uncovered: the pixel there shows the nearer
+        // one, within half a pixel.
+        let gap = |i: u32| {
+            let i = i as usize;
+            let (y0, y1) = (
+                f64::from(self.rects[4 * i + 2]),
+                f64::from(self.rects[4 * i + 3]),
+            );
+            ((y0 - y).max(y - y1.max(y0 + px)), i)
+        };
+        items
             .iter()
-            .rev()
-            .take(2)
-            .map(|&i| i as usize)
-            .find(|&i| y < f64::from(self.rects[4 * i + 3]))
+            .skip(k.saturating_sub(8))
+            .take(16)
+            .map(|&i| gap(i))
+            .filter(|&(d, _)| d <= 0.5 * px)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, i)| i)
+    }
+
+    /// The outline of what id `id` draws (an allocation's bands or an aggregate): closed
+    /// polylines along the tops of its rects left to right and their bottoms back, so
+    /// a band that steps down the stack is outlined as a band; one polyline per run of
+    /// touching rects. Vertices are `x, y` pairs relative to the origin, with `(first
+    /// vertex, count)` per polyline.
+    pub fn outline(&self, id: u32) -> (Vec<f32>, Vec<(u32, u32)>) {
+        let mut rects: Vec<[f32; 4]> = (0..self.len())
+            .filter(|&i| self.ids[i] == id)
+            .map(|i| self.rect(i))
+            .collect();
+        rects.sort_by(|a, b| a[0].total_cmp(&b[0]));
+        let mut vertices = Vec::new();
+        let mut polylines = Vec::new();
+        let mut start = 0;
+        while start < rects.len() {
+            let mut end = start + 1;
+            while end < rects.len() && rects[end][0] <= rects[end - 1][1] {
+                end += 1;
+            }
+            let first = (vertices.len() / 2) as u32;
+            for r in &rects[start..end] {
+                vertices.extend_from_slice(&[r[0], r[3], r[1], r[3]]);
+            }
+            for r in rects[start..end].iter().rev() {
+                vertices.extend_from_slice(&[r[1], r[2], r[0], r[2]]);
+            }
+            vertices.extend_from_slice(&[rects[start][0], rects[start][3]]);
+            polylines.push((first, (vertices.len() / 2) as u32 - first));
+            start = end;
+        }
+        (vertices, polylines)
     }
 
     fn push(&mut self, rect: [f32; 4], color: u32, id: u32) {
@@ -348,6 +481,11 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
         let mut state = StackState::at(index, first, view.bytes_per_px());
         let mut emitter = Emitter::new(index, &view);
         for (j, &m) in moments.iter().enumerate() {
+            // A column showing the moment its left neighbour shows draws the same: all
+            // open rects continue through it.
+            if j > 0 && m == moments[j - 1] {
+                continue;
+            }
             emitter.begin_column();
             if m != NO_MOMENT {
                 state.advance(m);
@@ -356,6 +494,7 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
             emitter.end_column(&mut strips, j as u32);
         }
         emitter.finish(&mut strips, w as u32);
+        emitter.assemble(&mut strips);
 
         let mut outline = LineBuilder::new(palette::Overlay::Allocated, &view);
         for (j, &m) in moments.iter().enumerate() {
@@ -410,7 +549,7 @@ fn emit_column(
     while let Some(rank) = next {
         let offset = state.fen.prefix(rank);
         let offset_f = offset as f64;
-        emitter.aggregate(strips, j, cur, offset_f.min(view.y1));
+        fill_gap(index, view, state, emitter, j, cur, offset_f.min(view.y1));
         if offset_f >= view.y1 {
             return;
         }
@@ -418,7 +557,186 @@ fn emit_column(
         cur = offset.wrapping_add(index.size[rank]) as f64;
         next = state.big.next(rank + 1);
     }
-    emitter.aggregate(strips, j, cur, total_f.min(view.y1));
+    fill_gap(index, view, state, emitter, j, cur, total_f.min(view.y1));
+}
+
+/// How far (in pixels) [`fill_gap`] may move a thin allocation to draw it with the
+/// others of its call site.
+pub const WINDOW_PX: f64 = 8.0;
+
+/// Fills `[lo, hi)` of column `j`, a stretch of the stack holding only allocations
+/// thinner than a pixel, with aggregates. The stretch is cut into *windows* of at most
+/// [`WINDOW_PX`] pixels, at boundaries between runs of one call site (a longer run is a
+/// window of its own). Within a window,
+/// the allocations of each call site are gathered: a site holding at least a pixel
+/// there is one aggregate in its colour, and the sites holding less are lumped into one
+/// (of one site, or mixed: see [`aggregate_colour_site`]); they are stacked in the order
+/// each first appears in the window. So an allocation moves by at most a window, and
+/// heights add up exactly. O(runs × log allocations).
+fn fill_gap(
+    index: &TimelineIndex,
+    view: &TimelineView,
+    state: &StackState,
+    emitter: &mut Emitter,
+    j: u32,
+    lo: f64,
+    hi: f64,
+) {
+    let px = view.bytes_per_px();
+    let mut window = Window::default();
+    let mut p = lo;
+    while p < hi {
+        let window_lo = p;
+        window.sites.clear();
+        while p < hi {
+            // The run of one call site holding byte p: from its rank to the first rank
+            // of another site, or of a band.
+            let first = state.fen.rank_at(p.floor() as u64);
+            let Some(site) = state.sites.site(first) else {
+                debug_assert!(false, "a gap holds only thin allocations");
+                return;
+            };
+            let after = state
+                .sites
+                .next_other(first, site)
+                .min(state.big.next(first).unwrap_or(usize::MAX));
+            let run_top = (state.fen.prefix(after) as f64).min(hi);
+            // Clipped at hi: the run holds the ranks starting below it.
+            let after = if run_top < state.fen.prefix(after) as f64 {
+                state.fen.rank_at(run_top.ceil() as u64 - 1) + 1
+            } else {
+                after
+            };
+            // A window ends before a run that would make it taller than its limit; a
+            // run taller than that is a window of its own (it moves nothing).
+            if p > window_lo && run_top > window_lo + WINDOW_PX * px {
+                break;
+            }
+            let allocations = state.count.prefix(after) - state.count.prefix(first);
+            let bytes = state.fen.prefix(after) - state.fen.prefix(first);
+            window.add(site, run_top - p, bytes, allocations as u32);
+            p = run_top;
+        }
+        window.emit(index, emitter, j, window_lo, p, px);
+    }
+}
+
+/// The call sites of one window of a gap: `(site, height drawn, bytes, allocations)`
+/// in the order they first appear.
+#[derive(Default)]
+struct Window {
+    sites: Vec<(u32, f64, u64, u32)>,
+    lump: Vec<(u32, u64, u32)>,
+}
+
+impl Window {
+    fn add(&mut self, site: u32, height: f64, bytes: u64, allocations: u32) {
+        match self.sites.iter_mut().find(|s| s.0 == site) {
+            Some(s) => {
+                s.1 += height;
+                s.2 = s.2.wrapping_add(bytes);
+                s.3 += allocations;
+            }
+            None => self.sites.push((site, height, bytes, allocations)),
+        }
+    }
+
+    /// Stacks the window's aggregates over `[lo, hi)`: each site at least `px` tall on
+    /// its own, the others lumped where the first of them appears.
+    fn emit(
+        &mut self,
+        index: &TimelineIndex,
+        emitter: &mut Emitter,
+        j: u32,
+        lo: f64,
+        hi: f64,
+        px: f64,
+    ) {
+        let lump_height: f64 = self.sites.iter().filter(|s| s.1 < px).map(|s| s.1).sum();
+        self.lump.clear();
+        self.lump.extend(
+            self.sites
+                .iter()
+                .filter(|s| s.1 < px)
+                .map(|&(site, _, bytes, n)| (site, bytes, n)),
+        );
+        let mut y = lo;
+        let mut lump_placed = false;
+        for k in 0..self.sites.len() {
+            let (site, height, bytes, n) = self.sites[k];
+            let (top, held): (f64, &[(u32, u64, u32)]) = if height >= px {
+                (y + height, &[(site, bytes, n)])
+            } else if !lump_placed {
+                lump_placed = true;
+                (y + lump_height, &self.lump)
+            } else {
+                continue;
+            };
+            // The last one ends exactly at hi, whatever the rounding of the sums.
+            let top = if top >= hi - 1e-9 * hi.abs() { hi } else { top };
+            emit_aggregate(index, emitter, j, (y, top), (lo, hi), held);
+            y = top;
+        }
+    }
+}
+
+/// Writes one aggregate holding `held` (`(site, bytes, allocations)` per call site)
+/// over `extent`, cut from the window `window`.
+fn emit_aggregate(
+    index: &TimelineIndex,
+    emitter: &mut Emitter,
+    j: u32,
+    extent: (f64, f64),
+    window: (f64, f64),
+    held: &[(u32, u64, u32)],
+) {
+    let mut ranked = [(MIXED_SITE, 0, 0); 3];
+    for &s in held {
+        // Keep the three largest (ties by site id).
+        let key = |t: &(u32, u64, u32)| (std::cmp::Reverse(t.1), t.0);
+        if let Some(k) = ranked
+            .iter()
+            .position(|t| t.0 == MIXED_SITE || key(&s) < key(t))
+        {
+            ranked[k..].rotate_right(1);
+            ranked[k] = s;
+        }
+    }
+    let info = Aggregate {
+        lo_bytes: extent.0,
+        hi_bytes: extent.1,
+        window_lo_bytes: window.0,
+        window_hi_bytes: window.1,
+        site: if held.len() == 1 {
+            held[0].0
+        } else {
+            MIXED_SITE
+        },
+        allocations: held.iter().map(|s| s.2).sum(),
+        bytes: held.iter().fold(0, |t, s| t.wrapping_add(s.1)),
+        sites: held.len() as u32,
+        top: ranked,
+    };
+    let color = match aggregate_colour_site(&info) {
+        MIXED_SITE => palette::AGGREGATE,
+        site => index.site_color(site),
+    };
+    emitter.aggregate(j, extent.0, extent.1, info, color);
+}
+
+/// The call site whose colour an aggregate is drawn in, or [`MIXED_SITE`] for grey: its
+/// one site, or the site holding more than half of its bytes. An aggregate of several
+/// sites holds less than a pixel of each, so this is the majority of what it holds;
+/// grey means no site has one: the sites are truly mixed there.
+pub fn aggregate_colour_site(aggregate: &Aggregate) -> u32 {
+    let (site, bytes, _) = aggregate.top[0];
+    if aggregate.site != MIXED_SITE {
+        aggregate.site
+    } else if site != MIXED_SITE && bytes > aggregate.bytes / 2 {
+        site
+    } else {
+        MIXED_SITE
+    }
 }
 
 /// The live allocations at one moment: bytes per rank, and the ranks drawn as their
@@ -429,6 +747,10 @@ struct StackState<'a> {
     moment: u32,
     fen: Fenwick,
     big: RankSet,
+    /// Per rank, 1 for a live allocation thinner than a pixel (of non-zero size).
+    count: Fenwick,
+    /// The call sites of the live allocations thinner than a pixel (of non-zero size).
+    sites: SiteTree,
     /// Ranks `0..next_start` have started by `moment`.
     next_start: usize,
     /// `by_end[..next_end]` have ended by `moment`.
@@ -441,6 +763,7 @@ impl<'a> StackState<'a> {
         let count = index.size.len();
         let started = index.start.partition_point(|&s| s <= m);
         let mut values = vec![0u64; count];
+        let mut thin = vec![0u64; count];
         let mut big = RankSet::new(count);
         for (rank, value) in values[..started].iter_mut().enumerate() {
             if index.end[rank] > m {
@@ -448,9 +771,16 @@ impl<'a> StackState<'a> {
                 *value = size;
                 if is_big(size, threshold) {
                     big.insert(rank);
+                } else if size > 0 {
+                    thin[rank] = 1;
                 }
             }
         }
+        let sites = SiteTree::from_sites(
+            thin.iter()
+                .enumerate()
+                .map(|(rank, &t)| (t == 1).then(|| index.site[rank])),
+        );
         let next_end = index
             .by_end
             .partition_point(|&r| index.end[r as usize] <= m);
@@ -460,6 +790,8 @@ impl<'a> StackState<'a> {
             moment: m,
             fen: Fenwick::from_values(values),
             big,
+            count: Fenwick::from_values(thin),
+            sites,
             next_start: started,
             next_end,
         }
@@ -476,9 +808,7 @@ impl<'a> StackState<'a> {
             }
             if index.start[rank] <= self.moment {
                 self.fen.sub(rank, index.size[rank]);
-                if is_big(index.size[rank], self.threshold) {
-                    self.big.remove(rank);
-                }
+                self.set_thin(rank, false);
             }
             self.next_end += 1;
         }
@@ -486,13 +816,31 @@ impl<'a> StackState<'a> {
             let rank = self.next_start;
             if index.end[rank] > m {
                 self.fen.add(rank, index.size[rank]);
-                if is_big(index.size[rank], self.threshold) {
-                    self.big.insert(rank);
-                }
+                self.set_thin(rank, true);
             }
             self.next_start += 1;
         }
         self.moment = m;
+    }
+
+    /// Files live (or no longer live) `rank` as a band or among the thin allocations.
+    fn set_thin(&mut self, rank: usize, live: bool) {
+        let size = self.index.size[rank];
+        if is_big(size, self.threshold) {
+            if live {
+                self.big.insert(rank);
+            } else {
+                self.big.remove(rank);
+            }
+        } else if size > 0 {
+            if live {
+                self.count.add(rank, 1);
+                self.sites.set(rank, Some(self.index.site[rank]));
+            } else {
+                self.count.sub(rank, 1);
+                self.sites.set(rank, None);
+            }
+        }
     }
 }
 
@@ -515,7 +863,17 @@ struct OpenBand {
 struct OpenAggregate {
     lo: f64,
     hi: f64,
+    info: Aggregate,
+    color: u32,
     first_column: u32,
+}
+
+/// Aggregates written out, to be placed before the bands.
+#[derive(Default)]
+struct AggregateBuffer {
+    rects: Vec<f32>,
+    colors: Vec<u32>,
+    infos: Vec<Aggregate>,
 }
 
 /// Merges a column's bands and aggregates into the previous column's rects when they
@@ -532,6 +890,9 @@ struct Emitter<'a> {
     aggregates: Vec<OpenAggregate>,
     next_aggregates: Vec<OpenAggregate>,
     aggregate_cursor: usize,
+    /// Written out: mixed ones, and those of one call site.
+    mixed: AggregateBuffer,
+    single: AggregateBuffer,
 }
 
 impl<'a> Emitter<'a> {
@@ -547,6 +908,8 @@ impl<'a> Emitter<'a> {
             aggregates: Vec::new(),
             next_aggregates: Vec::new(),
             aggregate_cursor: 0,
+            mixed: AggregateBuffer::default(),
+            single: AggregateBuffer::default(),
         }
     }
 
@@ -583,7 +946,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Aggregates must come in y order within a column; empty ones are dropped.
-    fn aggregate(&mut self, strips: &mut Strips, j: u32, lo: f64, hi: f64) {
+    fn aggregate(&mut self, j: u32, lo: f64, hi: f64, info: Aggregate, color: u32) {
         if hi <= lo {
             return;
         }
@@ -592,15 +955,17 @@ impl<'a> Emitter<'a> {
                 break;
             }
             self.aggregate_cursor += 1;
-            if open.lo == lo && open.hi == hi {
+            if open.info == info {
                 self.next_aggregates.push(open);
                 return;
             }
-            self.close_aggregate(strips, open, j);
+            self.close_aggregate(open, j);
         }
         self.next_aggregates.push(OpenAggregate {
             lo,
             hi,
+            info,
+            color,
             first_column: j,
         });
     }
@@ -611,7 +976,7 @@ impl<'a> Emitter<'a> {
             self.close_band(strips, self.bands[k], j);
         }
         for k in self.aggregate_cursor..self.aggregates.len() {
-            self.close_aggregate(strips, self.aggregates[k], j);
+            self.close_aggregate(self.aggregates[k], j);
         }
         std::mem::swap(&mut self.bands, &mut self.next_bands);
         std::mem::swap(&mut self.aggregates, &mut self.next_aggregates);
@@ -647,15 +1012,46 @@ impl<'a> Emitter<'a> {
         );
     }
 
-    fn close_aggregate(&self, strips: &mut Strips, open: OpenAggregate, end_column: u32) {
+    fn close_aggregate(&mut self, open: OpenAggregate, end_column: u32) {
         let (x0, x1) = self.x_range(open.first_column, end_column);
         let (y0, y1) = ((open.lo - self.y0) as f32, (open.hi - self.y0) as f32);
         // A few bytes high up the axis can be thinner than f32 resolves (~1e-7 of the
         // view's height): such a rect has no extent, and its neighbours' edges are the
         // same f32 numbers, so heights still add up to the total without it.
         if y0 < y1 {
-            strips.push([x0, x1, y0, y1], palette::AGGREGATE, AGGREGATE_ID);
+            let out = if open.info.site == MIXED_SITE {
+                &mut self.mixed
+            } else {
+                &mut self.single
+            };
+            out.rects.extend_from_slice(&[x0, x1, y0, y1]);
+            out.colors.push(open.color);
+            out.infos.push(open.info);
         }
+    }
+
+    /// Puts the aggregates written out before the bands in `strips`: mixed ones first.
+    fn assemble(&mut self, strips: &mut Strips) {
+        let (mixed, single) = (
+            std::mem::take(&mut self.mixed),
+            std::mem::take(&mut self.single),
+        );
+        let aggregates = mixed.infos.len() + single.infos.len();
+        let mut rects = Vec::with_capacity(strips.rects.len() + 4 * aggregates);
+        let mut colors = Vec::with_capacity(strips.colors.len() + aggregates);
+        for buffer in [&mixed, &single] {
+            rects.extend_from_slice(&buffer.rects);
+            colors.extend_from_slice(&buffer.colors);
+        }
+        rects.append(&mut strips.rects);
+        colors.append(&mut strips.colors);
+        let mut ids: Vec<u32> = (0..aggregates as u32).map(|k| AGGREGATE_BASE + k).collect();
+        ids.append(&mut strips.ids);
+        strips.rects = rects;
+        strips.colors = colors;
+        strips.ids = ids;
+        strips.aggregates = mixed.infos;
+        strips.aggregates.extend_from_slice(&single.infos);
     }
 }
 

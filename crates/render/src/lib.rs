@@ -55,36 +55,57 @@
 //!    its offset stays within half a pixel of where the rect started. *Guarantee:*
 //!    every such allocation live at a column's moment is drawn in that column with its
 //!    id, within half a pixel of its true offset, with its exact height.
-//! 3. **Everything thinner is aggregated.** In each column, the gaps between the bands
-//!    drawn (and below the first and above the last, up to the total) are filled with
-//!    aggregate rects ([`palette::AGGREGATE`], id [`AGGREGATE_ID`]), clipped to the
-//!    view; an aggregate continues across columns only while its bounds are exactly
-//!    the same. *Guarantee:* no allocation is dropped: the layout works in integer
-//!    bytes, and in a view from y = 0 the heights drawn in each column sum to the
-//!    allocated total at its moment, up to the `f32` rounding of the rect edges (about
-//!    1e-7 of the view height each; an aggregate of a few bytes thinner than that has
-//!    no extent in `f32` and is left out, its neighbours' edges being the same
-//!    numbers).
-//! 4. **Bounded output.** A column holds at most `height_px + 2` bands and one
-//!    aggregate per gap, so a layout has at most `width_px × (2·height_px + 5)`
-//!    instances ([`TimelineView::instance_bound`]), whatever the number of allocations;
-//!    real traces give far fewer (neighbouring columns merge).
-//! 5. **Bounded work.** The state at the first column (bytes per stacking rank in a
+//! 3. **Everything thinner is aggregated, per call site.** In each column, the gaps
+//!    between the bands drawn (and below the first and above the last, up to the
+//!    total) hold only allocations thinner than a pixel. Each gap is cut into windows
+//!    of at most [`WINDOW_PX`] pixels at boundaries between runs of one call site (a
+//!    longer run is a window of its own). In a window, the allocations of each site
+//!    are gathered: a site holding a pixel or more there is one aggregate in its
+//!    colour; the sites holding less share one aggregate, in the colour of a site
+//!    holding more than half of its bytes, else [`palette::AGGREGATE`] grey — grey
+//!    means the sites are truly mixed there. They stack in the order each first
+//!    appears, so an allocation moves by less than a window. Aggregates are clipped to
+//!    the view and continue across columns only while their bounds and contents are
+//!    the same. Each one is described in [`Strips::aggregates`] (allocations, bytes,
+//!    call sites, the top three, its window); its id is [`AGGREGATE_BASE`] plus its
+//!    instance index. *Guarantee:* no allocation is dropped: the layout works in
+//!    integer bytes, and in a view from y = 0 the heights drawn in each column sum to
+//!    the allocated total at its moment, up to the `f32` rounding of the rect edges
+//!    (about 1e-7 of the view height each; an aggregate of a few bytes thinner than
+//!    that has no extent in `f32` and is left out, its neighbours' edges being the
+//!    same numbers).
+//! 4. **Hit testing is what is drawn.** [`Strips::hit`] answers as the renderer draws:
+//!    rects at least a pixel tall, aggregates (grey ones first) under bands. A band's
+//!    answer is live at the column's moment and covers the point within half a pixel;
+//!    an aggregate's covers it and holds exactly what it lists (`tests/hit_props.rs`
+//!    checks both over thousands of random views of every corpus file).
+//! 5. **Bounded output.** A column holds at most `height_px + 2` rects at least a
+//!    pixel tall within the view (bands, runs, lumps that reached a pixel), and a thin
+//!    lump is always followed by one of these or by the end of its gap, so a layout
+//!    has at most `width_px × (2·height_px + 5)` instances
+//!    ([`TimelineView::instance_bound`]), whatever the number of allocations; real
+//!    traces give far fewer (neighbouring columns merge).
+//! 6. **Bounded work.** The state at the first column (bytes per stacking rank in a
 //!    Fenwick tree, the bands in a 64-ary bit set) is built in O(allocations); moving
 //!    from column to column costs O(log allocations) per allocation starting or ending
 //!    on the way; choosing the moments costs O(events in view) plus two binary searches
-//!    per column; each band drawn costs one O(log allocations) prefix sum. Measured
-//!    (release, one core): 8.4 million events and 2.8 million allocations index in
-//!    0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace) to 23 ms (0.1 % of it);
-//!    `examples/layout_speed.rs` reproduces the figures.
-//! 6. **Precision.** Rects and lines are relative to the view's `(x0, y0)`, so their
+//!    per column; each band drawn costs one O(log allocations) prefix sum, each run of
+//!    one call site in a gap a few (a segment tree of the thin allocations' sites finds
+//!    where a run ends), so a column costs O(runs × log allocations); a column showing
+//!    the moment of its left neighbour costs nothing. Measured (release, one core)
+//!    before aggregation per call site: 8.4 million events and 2.8 million
+//!    allocations index in 0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace)
+//!    to 23 ms (0.1 % of it); the walk over runs adds to the whole-trace views, where
+//!    thin allocations are many: `examples/layout_speed.rs` gives the current
+//!    figures.
+//! 7. **Precision.** Rects and lines are relative to the view's `(x0, y0)`, so their
 //!    `f32` edges stay within 1e-4 px of the `f64` column edges even microseconds wide
 //!    ten minutes into a trace, where absolute `f32` times would be 64 µs apart.
 //!
 //! # Example
 //!
 //! ```
-//! use memscope_render::{layout, legend, Axis, TimelineIndex, TimelineView, AGGREGATE_ID};
+//! use memscope_render::{is_aggregate, layout, legend, Axis, TimelineIndex, TimelineView};
 //! use memscope_snapshot::{load_bytes, Allocations};
 //!
 //! let json = br#"{"segments": [], "device_traces": [[
@@ -97,15 +118,19 @@
 //! let index = TimelineIndex::new(&snap, &allocs);
 //! assert_eq!(index.peak().bytes, 1003);
 //!
-//! // One pixel row is 10 bytes: the 3-byte allocation is lumped into an aggregate.
+//! // One pixel row is 10 bytes: the 3-byte allocation is in an aggregate.
 //! let view = TimelineView { axis: Axis::Events, x0: 0.0, x1: 5.0, y0: 0.0, y1: 1000.0,
 //!                           width_px: 5, height_px: 100 };
 //! let strips = layout(&index, &view);
 //! // Column 3 shows the moment after the third alloc: 600, then 3, then 400 bytes.
 //! let at = |y: f64| strips.hit(3.5, y).map(|i| strips.ids[i]);
 //! assert_eq!(at(100.0), Some(0));
-//! assert_eq!(at(601.0), Some(AGGREGATE_ID));
 //! assert_eq!(at(700.0), Some(2));
+//! // Drawn a pixel tall at 600 bytes, under the band above it from 603.
+//! let i = strips.hit(3.5, 601.0).unwrap();
+//! assert!(is_aggregate(strips.ids[i]));
+//! let held = strips.aggregate(i).unwrap();
+//! assert_eq!((held.allocations, held.bytes), (1, 3));
 //! // Column 4: the 600 bytes are freed, the band above drops by 600.
 //! assert_eq!(strips.hit(4.5, 100.0).map(|i| strips.ids[i]), Some(2));
 //! assert_eq!(legend(&index, 1)[0].bytes, 1003);
@@ -128,7 +153,10 @@ pub use flame::{
 };
 pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT};
 pub use lanes::{lane_hit, lanes_layout, LaneRow, Lanes, LanesLayout, RowPlacement, RowsView};
-pub use layout::{layout, LineStrip, PeakMarker, Strips, TimelineView, AGGREGATE_ID};
+pub use layout::{
+    aggregate_colour_site, is_aggregate, layout, Aggregate, LineStrip, PeakMarker, Strips,
+    TimelineView, AGGREGATE_BASE, AGGREGATE_ID, MIXED_SITE, WINDOW_PX,
+};
 pub use segments::{
     segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentLayout,
     SegmentRow, Segments,

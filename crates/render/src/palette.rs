@@ -9,8 +9,12 @@
 //!   minimum pairwise distance of ΔE*76 ≥ 18, so neighbouring bands stay apart. An
 //!   allocation's colour is [`palette_index_of`] its call site's label: the same call
 //!   site gets the same colour in every file and on every rank.
-//! - [`AGGREGATE`]: the neutral grey of lumped sub-pixel allocations (chroma 0, so it
-//!   is never mistaken for a call site).
+//!   Within one device the call sites holding the most bytes at the peak take distinct
+//!   entries (see `TimelineIndex`); the hash only places the others and breaks ties.
+//! - [`NO_STACK`]: allocations recorded without a call stack, a dark grey the renderer
+//!   draws hatched (its alpha is [`NO_STACK_ALPHA`]), a style no call site has.
+//! - [`AGGREGATE`]: the neutral grey of lumped sub-pixel allocations of several call
+//!   sites (chroma 0, so it is never mistaken for a call site).
 //! - [`pending`]: the lighter shade of a band while its allocation is pending free.
 //! - [`overlay_color`]: the overlay lines and the peak marker, per [`Theme`].
 
@@ -55,8 +59,18 @@ pub const PALETTE: [u32; 20] = [
     hex(0xd95f02), // burnt orange
 ];
 
-/// Lumped allocations too thin to draw one by one (a neutral grey).
+/// Lumped allocations too thin to draw one by one, of several call sites (a neutral
+/// grey).
 pub const AGGREGATE: u32 = hex(0x9a9a9a);
+
+/// The alpha that marks [`NO_STACK`] for the renderer, which hatches it.
+pub const NO_STACK_ALPHA: u8 = 254;
+
+/// Allocations without a call stack: a dark grey, hatched by the renderer.
+pub const NO_STACK: u32 = rgba(0x5c, 0x5c, 0x5c, NO_STACK_ALPHA);
+
+/// The palette index standing for [`NO_STACK`] (see [`color`]).
+pub const NO_STACK_INDEX: u8 = u8::MAX;
 
 /// How far [`pending`] moves a colour towards white.
 pub const PENDING_LIGHTEN: f32 = 0.5;
@@ -73,9 +87,14 @@ const fn lighten(c: u8) -> u8 {
     c + (255 - c).div_ceil(2)
 }
 
-/// The colour of palette entry `index` (wrapping).
+/// The colour of palette entry `index` (wrapping), or [`NO_STACK`] for
+/// [`NO_STACK_INDEX`].
 pub const fn color(index: u8) -> u32 {
-    PALETTE[index as usize % PALETTE.len()]
+    if index == NO_STACK_INDEX {
+        NO_STACK
+    } else {
+        PALETTE[index as usize % PALETTE.len()]
+    }
 }
 
 /// The palette index of a call-site label: 64-bit FNV-1a of its UTF-8 bytes, modulo
@@ -180,6 +199,15 @@ mod tests {
                 assert!(distance(lab(c), lab(d)) > 18.0, "{c:08x} vs {d:08x}");
             }
         }
+    }
+
+    #[test]
+    fn no_stack_is_no_palette_colour_and_not_the_aggregate() {
+        assert!(!PALETTE.contains(&NO_STACK));
+        assert!(PALETTE.iter().all(|&c| channels(c)[3] != NO_STACK_ALPHA));
+        assert_ne!(NO_STACK, AGGREGATE);
+        assert_eq!(color(NO_STACK_INDEX), NO_STACK);
+        assert_eq!(color(3), PALETTE[3]);
     }
 
     #[test]

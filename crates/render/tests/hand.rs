@@ -7,7 +7,9 @@ mod common;
 
 use common::{check, Naive};
 use memscope_render::palette::{self, pending};
-use memscope_render::{layout, legend, Axis, Strips, TimelineIndex, TimelineView, AGGREGATE_ID};
+use memscope_render::{
+    is_aggregate, layout, legend, Axis, Strips, TimelineIndex, TimelineView, AGGREGATE_ID,
+};
 use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::{load_bytes, Allocations, Snapshot};
 
@@ -97,7 +99,11 @@ fn instances(case: &Case, strips: &Strips) -> Vec<(u32, f64, f64, f64, f64, bool
     let mut out: Vec<_> = (0..strips.len())
         .map(|i| {
             let [x0, x1, y0, y1] = strips.rect_data(i);
-            let id = strips.ids[i];
+            // Aggregates by kind: their ids are their instance indices.
+            let id = match strips.ids[i] {
+                id if is_aggregate(id) => AGGREGATE_ID,
+                id => id,
+            };
             let shaded =
                 id != AGGREGATE_ID && strips.colors[i] == pending(case.index.color(id as usize));
             (id, x0, x1, y0, y1, shaded)
@@ -196,11 +202,23 @@ fn thin_allocations_are_lumped_into_exact_aggregates() {
             (AGGREGATE_ID, 7.0, 8.0, 1000.0, 1050.0, false)
         ]
     );
+    // D, alone, is an aggregate of its call site, hatched as it has no stack.
+    for i in (0..strips.len()).filter(|&i| is_aggregate(strips.ids[i])) {
+        let held = strips.aggregate(i).unwrap();
+        assert_eq!(
+            (held.site, held.allocations, held.bytes, held.sites),
+            (case.index.site_of(D as usize), 1, 50, 1)
+        );
+        assert_eq!(held.top[0], (held.site, 50, 1));
+        assert_eq!(strips.colors[i], palette::NO_STACK);
+    }
     let at = |x: f64, y: f64| strips.hit(x, y).map(|i| strips.ids[i]);
-    assert_eq!(at(6.5, 1420.0), Some(AGGREGATE_ID));
+    assert!(is_aggregate(at(6.5, 1420.0).unwrap()));
     assert_eq!(at(6.5, 1300.0), Some(C));
     assert_eq!(at(7.5, 100.0), Some(F));
-    assert_eq!(at(7.5, 1060.0), None);
+    // D's 50 bytes are drawn a pixel (100 bytes) tall, and hit as drawn.
+    assert!(is_aggregate(at(7.5, 1060.0).unwrap()));
+    assert_eq!(at(7.5, 1110.0), None);
     // A band whose offset moves by less than half a pixel keeps one rect: with 250
     // bytes per pixel, C's 100-byte drop at moment 5 is not a cut, its 500-byte drop at
     // moment 7 is.
@@ -313,21 +331,20 @@ fn the_legend_ranks_call_sites_by_bytes_at_the_peak() {
         .iter()
         .map(|r| (r.label.as_str(), r.bytes, r.allocations, r.color))
         .collect();
-    let color = |label: &str| palette::color(palette::palette_index_of(label));
+    // Palette entries in bytes order: the two sites tie at 300 bytes, and the hash of
+    // their labels decides; no call stack has its own colour.
+    let (forward, step) = ("forward (model.py:10)", "step (train.py:20)");
+    let forward_first = palette::palette_index_of(forward) < palette::palette_index_of(step);
+    let (forward_slot, step_slot) = if forward_first { (0, 1) } else { (1, 0) };
     assert_eq!(
         rows,
         [
-            (NO_STACK_LABEL, 900, 2, color(NO_STACK_LABEL)),
-            (
-                "forward (model.py:10)",
-                300,
-                2,
-                color("forward (model.py:10)")
-            ),
-            ("step (train.py:20)", 300, 1, color("step (train.py:20)")),
+            (NO_STACK_LABEL, 900, 2, palette::NO_STACK),
+            (forward, 300, 2, palette::PALETTE[forward_slot]),
+            (step, 300, 1, palette::PALETTE[step_slot]),
         ]
     );
-    assert_eq!(case.index.color(A as usize), color("forward (model.py:10)"));
+    assert_eq!(case.index.color(A as usize), palette::PALETTE[forward_slot]);
     assert_eq!(case.index.call_site_label(C as usize), "step (train.py:20)");
     assert_eq!(legend(&case.index, 1).len(), 1);
 }
@@ -406,4 +423,56 @@ fn deep_zoom_late_in_a_long_trace_keeps_f32_precision() {
         seen += 1;
     }
     assert_eq!(seen, 10, "allocations 4..=13 start inside the view");
+}
+
+/// Two ranks with the same call sites in opposite bytes orders.
+fn two_sites(big_first: &str, small: &str) -> String {
+    let frames = |name: &str| {
+        format!(
+            r#", "frames": [{{"filename": "/home/me/{name}.py", "line": 1, "name": "{name}"}}]"#
+        )
+    };
+    format!(
+        r#"{{"segments": [], "device_traces": [[
+            {{"action": "alloc", "addr": 1, "size": 900, "stream": 0{}}},
+            {{"action": "alloc", "addr": 2, "size": 100, "stream": 0{}}}]]}}"#,
+        frames(big_first),
+        frames(small)
+    )
+}
+
+#[test]
+fn a_call_site_keeps_its_colour_on_every_rank() {
+    let rank0 = load(&two_sites("attention", "mlp"));
+    let mut rank1 = load(&two_sites("mlp", "attention"));
+    let slots = |case: &TimelineIndex| -> Vec<(String, u32)> {
+        legend(case, 10)
+            .into_iter()
+            .map(|e| (e.label, e.color))
+            .collect()
+    };
+    // On its own, each rank gives its largest site the first palette entry.
+    let own0 = slots(&rank0.index);
+    let own1 = slots(&rank1.index);
+    assert_eq!(own0[0].1, palette::PALETTE[0]);
+    assert_eq!(own1[0].1, palette::PALETTE[0]);
+    assert_ne!(own0[0].0, own1[0].0);
+    // Told the entries rank 0 gave, rank 1 follows them: the same site, the same colour.
+    let fixed: Vec<(String, u8)> = own0
+        .iter()
+        .map(|(label, color)| {
+            let slot = palette::PALETTE.iter().position(|c| c == color).unwrap();
+            (label.clone(), slot as u8)
+        })
+        .collect();
+    assert!(rank1.index.follow_palette(&fixed));
+    let mut followed = slots(&rank1.index);
+    followed.sort();
+    let mut want = own0.clone();
+    want.sort();
+    assert_eq!(followed, want);
+    assert!(
+        !rank1.index.follow_palette(&fixed),
+        "following again changes nothing"
+    );
 }

@@ -1,6 +1,7 @@
 //! Everything known about one allocation, as the detail panel shows it.
 
 use memscope_protocol::{AllocationDetail, FrameText};
+use memscope_render::TimelineIndex;
 use memscope_snapshot::frames::{call_site, is_noise, site_label};
 use memscope_snapshot::{Allocations, Origin, Snapshot, SparseEvents, NONE, NO_LINE, NO_TIME};
 
@@ -8,10 +9,12 @@ fn event(e: u32) -> Option<u32> {
     (e != NONE).then_some(e)
 }
 
-/// The details of allocation `a` of a device, or `None` if there is no such allocation.
+/// The details of allocation `a` of a device (`index` is its timeline), or `None` if
+/// there is no such allocation.
 pub fn detail(
     snap: &Snapshot,
     allocs: &Allocations,
+    index: &TimelineIndex,
     rank_key: u32,
     a: u32,
 ) -> Option<AllocationDetail> {
@@ -69,7 +72,14 @@ pub fn detail(
             .and_then(|e| SparseEvents::find(column, e))
             .map(|s| snap.strings.get(s).to_owned())
     };
+    let entry = |e: Option<u32>| e.map(|e| e - allocs.trace.start);
+    let (alloc_entry, free_entry) = (entry(alloc_event), entry(free_event));
     Some(AllocationDetail {
+        alloc_entry,
+        free_entry,
+        alloc_axis_us: alloc_entry.and_then(|k| index.event_time(k)),
+        free_axis_us: free_entry.and_then(|k| index.event_time(k)),
+        site: index.call_site_label(i).to_owned(),
         rank_key,
         device: allocs.device,
         allocation: a,

@@ -18,8 +18,7 @@ use memscope_protocol::lens::{
     SegmentsAnswer, SiteInfo, TableAnswer,
 };
 use memscope_render::{
-    lanes_layout, palette, segment_layout, Axis, Lanes, LanesLayout, Segments, TimelineIndex,
-    NO_MOMENT,
+    lanes_layout, segment_layout, Axis, Lanes, LanesLayout, Segments, TimelineIndex, NO_MOMENT,
 };
 use memscope_snapshot::{Allocations, Snapshot};
 
@@ -277,7 +276,7 @@ fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
         .iter()
         .map(|label| SiteInfo {
             label: label.clone(),
-            color: palette::color(palette::palette_index_of(label)),
+            color: index.label_color(label),
         })
         .collect();
     let peak = index.peak();

@@ -24,9 +24,9 @@ use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::{Array, Float32Array, Uint32Array};
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::{
-    post_transferring, Axis, Codec, LegendEntry, Request, Response, Strips, View,
+    post_transferring, AggregateSummary, Axis, Codec, LegendEntry, Request, Response, Strips, View,
 };
-use memscope_render::{layout, legend, TimelineIndex};
+use memscope_render::{layout, legend, Aggregate, TimelineIndex, MIXED_SITE};
 use memscope_snapshot::{Allocations, Snapshot};
 use wasm_bindgen::prelude::*;
 
@@ -201,7 +201,18 @@ impl Worker for RankWorker {
                 device,
                 request,
                 view,
-            } => send_strips(&self.ranks.borrow(), id, rank_key, device, request, view),
+                palette,
+            } => {
+                let mut ranks = self.ranks.borrow_mut();
+                if let Some(d) = ranks
+                    .loaded
+                    .get_mut(&rank_key)
+                    .and_then(|r| r.devices.iter_mut().find(|d| d.device == device))
+                {
+                    d.index.follow_palette(&palette);
+                }
+                send_strips(&ranks, id, rank_key, device, request, view);
+            }
             Request::Fleet { rank_key, request } => {
                 let mut ranks = self.ranks.borrow_mut();
                 let Ranks { loaded, fleet, .. } = &mut *ranks;
@@ -246,7 +257,7 @@ impl Worker for RankWorker {
                 let ranks = self.ranks.borrow();
                 let detail = ranks.loaded.get(&rank_key).and_then(|rank| {
                     let d = rank.devices.iter().find(|d| d.device == device)?;
-                    detail::detail(&rank.snap, &d.allocs, rank_key, allocation)
+                    detail::detail(&rank.snap, &d.allocs, &d.index, rank_key, allocation)
                 });
                 if let Some(detail) = detail {
                     scope.respond(id, Response::Detail(Box::new(detail)));
@@ -306,6 +317,12 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
         line_strips: strips.line_strips.clone(),
         peak: (strips.peak.x, strips.peak.bytes as f64),
         legend,
+        aggregates: strips
+            .aggregates
+            .iter()
+            .map(AggregateSummary::from)
+            .collect(),
+        sites: aggregate_sites(&d.index, &strips.aggregates),
         layout_ms: now_ms() - started,
     }));
     if let Err(e) = post_transferring(id, &response, &transfer) {
@@ -317,6 +334,21 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
             web_sys::console::error_1(&"memscope: strips were copied, not transferred".into());
         }
     }
+}
+
+/// The call sites aggregates name, with their labels and colours.
+fn aggregate_sites(index: &TimelineIndex, aggregates: &[Aggregate]) -> Vec<(u32, String, u32)> {
+    let mut sites: Vec<u32> = aggregates
+        .iter()
+        .flat_map(|a| std::iter::once(a.site).chain(a.top.iter().map(|t| t.0)))
+        .filter(|&s| s != MIXED_SITE)
+        .collect();
+    sites.sort_unstable();
+    sites.dedup();
+    sites
+        .into_iter()
+        .map(|s| (s, index.site_label(s).to_owned(), index.site_color(s)))
+        .collect()
 }
 
 /// Milliseconds from the worker's clock.

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use memscope_render::palette::{self, Overlay};
-use memscope_render::{Strips, TimelineIndex, TimelineView, AGGREGATE_ID, NO_MOMENT};
+use memscope_render::{is_aggregate, Strips, TimelineIndex, TimelineView, NO_MOMENT};
 use memscope_snapshot::{Allocations, Snapshot, NONE};
 
 pub fn fixtures() -> PathBuf {
@@ -326,7 +326,7 @@ pub fn check(
         assert_eq!(offset as f64, total, "{name}: naive stack at moment {m}");
         let bands = items
             .iter()
-            .filter(|&&i| strips.ids[i] != AGGREGATE_ID)
+            .filter(|&&i| !is_aggregate(strips.ids[i]))
             .count();
         assert_eq!(bands, expected_bands, "{name}: column {j}: bands drawn");
         checked.bands += bands;
