@@ -126,7 +126,7 @@ pub use flame::{
     flame_layout, FlameAggregate, FlameLabel, FlameLayout, FlameNode, FlameOptions, FlameOrder,
     FlameTree, FlameView, Orientation, Weighting,
 };
-pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT};
+pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT, NO_STACK_LABEL};
 pub use lanes::{lane_hit, lanes_layout, LaneRow, Lanes, LanesLayout, RowPlacement, RowsView};
 pub use layout::{layout, LineStrip, PeakMarker, Strips, TimelineView, AGGREGATE_ID};
 pub use segments::{

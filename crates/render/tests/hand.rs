@@ -7,8 +7,9 @@ mod common;
 
 use common::{check, Naive};
 use memscope_render::palette::{self, pending};
-use memscope_render::{layout, legend, Axis, Strips, TimelineIndex, TimelineView, AGGREGATE_ID};
-use memscope_snapshot::frames::NO_STACK_LABEL;
+use memscope_render::{
+    layout, legend, Axis, Strips, TimelineIndex, TimelineView, AGGREGATE_ID, NO_STACK_LABEL,
+};
 use memscope_snapshot::{load_bytes, Allocations, Snapshot};
 
 /// Six allocations (ids in `Allocations` order, sizes in bytes):
