@@ -366,6 +366,9 @@ for (const [file, device] of [['segments-only.pickle', 0], ['legacy-segment-list
       else assert.ok(sites.some((s) => /\(\w+\.py:\d+\)$/.test(s)), sites.join());
       await page.click('#moment-segments .seg-row');
       await page.waitForSelector('#moment-blocks .block-row');
+      // The Segments view draws the segments, with no moment along a time it lacks.
+      assert.match(await page.$eval('#segments-note', (e) => e.textContent), /segments at the snapshot \(no trace\)/);
+      assert.equal(await page.$eval('#segments-moment', (e) => e.hidden), true);
       await screenshot(page, `sites-no-trace-${file.split('.')[0]}`);
       assert.deepEqual(b.errors, []);
     } finally {

@@ -687,6 +687,12 @@ pub fn place_markers(app: &mut App) {
         _ => dom::show(&shade, false),
     }
     settings::place_ooms(app);
+    // Without a trace there is only the snapshot: no moment to mark along x.
+    let f = if crate::app::shows_no_trace(app) {
+        None
+    } else {
+        f
+    };
     rows::place_markers(app, f, range);
 }
 
