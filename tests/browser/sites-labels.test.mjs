@@ -41,6 +41,7 @@ async function siteOf(page, file, id) {
   await page.waitForSelector(`#detail-body[data-allocation="${id}"] .call-site-row`, { timeout: 60000 });
   return page.evaluate(() => ({
     site: document.querySelector('.call-site-row .site').textContent,
+    hook: document.getElementById('detail-body').dataset.site,
     reason: document.querySelector('.call-site-row .site-reason')?.textContent ?? '',
     frame: document.querySelector('.frame.call-site .frame-name')?.textContent ?? '',
     file: document.querySelector('.frame.call-site .frame-file')?.getAttribute('title') ?? '',
@@ -88,6 +89,7 @@ for (const want of SITES) {
       if (want.site instanceof RegExp) assert.match(got.site, want.site);
       else assert.equal(got.site, want.site);
       assert.match(got.reason, want.reason);
+      assert.equal(got.hook, got.site, 'data-site names the same site');
       if (want.frame) assert.equal(got.frame, want.frame, 'the marked frame is the one named');
       if (want.path) assert.match(got.file, want.path);
       // The legend uses the same rule: no plumbing named as a call site.
@@ -364,6 +366,9 @@ for (const [file, device] of [['segments-only.pickle', 0], ['legacy-segment-list
       else assert.ok(sites.some((s) => /\(\w+\.py:\d+\)$/.test(s)), sites.join());
       await page.click('#moment-segments .seg-row');
       await page.waitForSelector('#moment-blocks .block-row');
+      // The Segments view draws the segments, with no moment along a time it lacks.
+      assert.match(await page.$eval('#segments-note', (e) => e.textContent), /segments at the snapshot \(no trace\)/);
+      assert.equal(await page.$eval('#segments-moment', (e) => e.hidden), true);
       await screenshot(page, `sites-no-trace-${file.split('.')[0]}`);
       assert.deepEqual(b.errors, []);
     } finally {

@@ -699,6 +699,12 @@ pub fn place_markers(app: &mut App) {
     }
     settings::place_ooms(app);
     whatif::place(app);
+    // Without a trace there is only the snapshot: no moment to mark along x.
+    let f = if crate::app::shows_no_trace(app) {
+        None
+    } else {
+        f
+    };
     rows::place_markers(app, f, range);
 }
 

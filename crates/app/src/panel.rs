@@ -105,12 +105,12 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         &or_empty(d.free_entry.map(|e| e.to_string())),
     );
     attr(&panel, "data-bytes", &d.size.to_string());
-    attr(&panel, "data-site", &d.site);
     append(
         &panel,
         &el_text("h2", "", &format!("Allocation #{}", d.allocation)),
     );
     let list = el("dl", "facts");
+    attr(&panel, "data-site", &d.call_site_label);
     let site = el("dd", "call-site-row");
     append(&site, &el_text("span", "site", &d.call_site_label));
     if let Some(reason) = &d.call_site_reason {

@@ -364,6 +364,16 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
             t.view.y1 = y1;
         }
     }
+    // The selection first: the view's hash is then written once, whole, and a view
+    // without a selection (back past a click) clears it rather than keeping the last.
+    let selected = state.selected.unwrap_or(memscope_render::gl::NO_ID);
+    if app
+        .timeline
+        .as_ref()
+        .is_some_and(|t| t.selected != selected)
+    {
+        app.select(selected);
+    }
     app.view_changed();
     if let Some(q) = &state.search {
         if let Some(input) = dom::document()
@@ -375,9 +385,6 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
                 let _ = input.dispatch_event(&event);
             }
         }
-    }
-    if let Some(sel) = state.selected {
-        app.select(sel);
     }
 }
 

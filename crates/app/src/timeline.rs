@@ -598,9 +598,12 @@ impl Timeline {
             }
             let tick = el_text("span", "tick", &label);
             style(&tick, "left", &format!("{:.3}%", f * 100.0));
+            // Centred on its value, unless that would cut it at the right edge (the
+            // y axis' margin leaves room on the left).
             let width = self.css_width_px;
-            let transform = keep_inside(f * width, label_width_px(&label), width, "0");
-            style(&tick, "transform", &transform);
+            if f * width + label_width_px(&label) / 2.0 > width {
+                style(&tick, "transform", "translateX(-100%)");
+            }
             append(&x_axis, &tick);
         }
     }

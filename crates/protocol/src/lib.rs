@@ -336,8 +336,6 @@ pub struct AllocationDetail {
     pub alloc_axis_us: Option<f64>,
     /// Its free entry on the timeline's time axis.
     pub free_axis_us: Option<f64>,
-    /// Its call site's label, as the timeline and legend name it.
-    pub site: String,
 }
 
 /// What a worker answers.

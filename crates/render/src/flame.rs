@@ -65,11 +65,11 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use memscope_snapshot::frames::{full_label, is_noise, short_label, NO_STACK_LABEL};
+use memscope_snapshot::frames::{full_label, is_noise, short_label};
 use memscope_snapshot::{Allocations, FrameId, Snapshot, NONE};
 use serde::{Deserialize, Serialize};
 
-use crate::index::{Axis, TimelineIndex};
+use crate::index::{Axis, TimelineIndex, NO_STACK_LABEL};
 use crate::layout::{Strips, TimelineView, AGGREGATE_ID};
 use crate::palette;
 

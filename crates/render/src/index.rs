@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use memscope_snapshot::frames::{site_label, NO_STACK_LABEL};
+use memscope_snapshot::frames::site_label;
 use memscope_snapshot::{Allocations, Snapshot, StackId, NONE, NO_TIME};
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,10 @@ use crate::palette;
 
 /// Marks an absent moment (no `free_requested`; a column with nothing to show).
 pub const NO_MOMENT: u32 = u32::MAX;
+
+/// The label of allocations recorded without a call stack: the one every view and
+/// report uses, re-exported.
+pub use memscope_snapshot::frames::NO_STACK_LABEL;
 
 /// What the x axis measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //!
 //! A row is a call site: the label of [`frames::call_site`] of the allocation's stack
 //! ([`TimelineIndex::call_site_label`]); allocations without a stack share the row
-//! [`NO_STACK_LABEL`](memscope_snapshot::frames::NO_STACK_LABEL). Rows are ordered by each call site's
+//! [`NO_STACK_LABEL`](crate::NO_STACK_LABEL). Rows are ordered by each call site's
 //! peak of live bytes (the largest first; ties by label), computed once in
 //! [`Lanes::new`].
 //!

@@ -151,7 +151,7 @@ pub use flame::{
     flame_layout, FlameAggregate, FlameLabel, FlameLayout, FlameNode, FlameOptions, FlameOrder,
     FlameTree, FlameView, Orientation, Weighting,
 };
-pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT};
+pub use index::{legend, Axis, LegendEntry, Peak, Span, TimelineIndex, NO_MOMENT, NO_STACK_LABEL};
 pub use lanes::{lane_hit, lanes_layout, LaneRow, Lanes, LanesLayout, RowPlacement, RowsView};
 pub use layout::{
     aggregate_colour_site, is_aggregate, layout, Aggregate, LineStrip, PeakMarker, Strips,

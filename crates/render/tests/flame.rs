@@ -10,10 +10,9 @@ use memscope_render::flame::{NO_FRAME, ROOT};
 use memscope_render::palette::{self, pending};
 use memscope_render::{
     flame_layout, Axis, FlameOptions, FlameOrder, FlameTree, FlameView, Orientation, TimelineIndex,
-    Weighting, AGGREGATE_ID,
+    Weighting, AGGREGATE_ID, NO_STACK_LABEL,
 };
 use memscope_snapshot::frames::is_noise;
-use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::{load_bytes, Allocations, FrameId, Snapshot};
 use views_common::{corpus, Lives};
 

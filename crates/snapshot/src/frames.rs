@@ -267,11 +267,6 @@ pub fn frame_kind(snap: &Snapshot, frame: FrameId) -> FrameKind {
     python_file_kind(snap.strings.get(snap.frames.filename[frame.0 as usize]))
 }
 
-/// Whether a frame is in the user's own Python code.
-pub fn is_user_code(snap: &Snapshot, frame: FrameId) -> bool {
-    frame_kind(snap, frame) == FrameKind::User
-}
-
 /// Whether a C++ frame is allocator or dispatcher plumbing (never a useful call site).
 fn is_plumbing(snap: &Snapshot, frame: FrameId) -> bool {
     let name = snap.strings.get(snap.frames.name[frame.0 as usize]);

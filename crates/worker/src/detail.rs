@@ -79,7 +79,6 @@ pub fn detail(
         free_entry,
         alloc_axis_us: alloc_entry.and_then(|k| index.event_time(k)),
         free_axis_us: free_entry.and_then(|k| index.event_time(k)),
-        site: index.call_site_label(i).to_owned(),
         rank_key,
         device: allocs.device,
         allocation: a,
