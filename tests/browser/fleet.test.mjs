@@ -187,7 +187,34 @@ test('on 8 ranks with one leak, the overview, heatmap and anomalies point at the
     assert.match(site, new RegExp(leak.site.name));
     assert.match(await page.$eval('#detail-body', (e) => e.innerText), /leaky_cache\.py/);
     await page.waitForSelector('body[data-status="ready"]');
+    // Show sets the moment, not only the zoom: the side panel shows the end of the last
+    // whole iteration (the evidence's show_offset), and its line is inside the view.
+    const show = cliLeak.evidence.show_offset;
+    await page.waitForFunction((m) => window.memscope.lenses && window.memscope.lenses().moment === m, show, { timeout: 30000 });
+    await page.waitForSelector(`#moment-line:not([hidden])[data-moment="${show}"]`);
     await screenshot(page, 'fleet-leak-shown');
+
+    // A click on a heatmap cell opens that rank with the moment in the cell: the
+    // moment line is inside the zoomed view (not left at the peak outside it).
+    await page.click('#view-fleet');
+    await page.waitForSelector('#fleet[data-status="ready"]');
+    await page.$eval('#fleet-heat-title', (e) => e.scrollIntoView());
+    const rowsShown = await page.$$eval('#heat-labels .heat-label', (ls) => ls.map((l) => Number(l.dataset.rank)));
+    const row = rowsShown.indexOf(2);
+    const cell = await page.$eval('#heat-canvas', (c, row) => {
+      const r = c.getBoundingClientRect();
+      const label = document.querySelectorAll('#heat-labels .heat-label')[row].getBoundingClientRect();
+      return { x: r.left + r.width * 0.3, y: label.top + label.height / 2 };
+    }, row);
+    await page.mouse.click(cell.x, cell.y);
+    await page.waitForSelector('#workspace:not([hidden])');
+    assert.match(await page.$eval('#view-title', (e) => e.textContent), /rank2\.pickle/);
+    await page.waitForFunction(() => {
+      const line = document.getElementById('moment-line');
+      const l = window.memscope.lenses && window.memscope.lenses();
+      return l && l.moment !== null && !line.hidden && line.dataset.moment === String(l.moment);
+    }, null, { timeout: 30000 });
+    await screenshot(page, 'fleet-heat-click-moment');
     assert.deepEqual(b.errors, []);
   } finally {
     await b.close();
