@@ -137,7 +137,7 @@ fn a_whole_opcode_deleted_inside_a_frame_is_refused() {
     let mut parser = memscope_pickle::Parser::new(memscope_pickle::tree::TreeBuilder::default());
     let err = parser.feed(&bad).unwrap_err().to_string();
     assert!(
-        err.starts_with("FRAME at byte 21 starts a new frame inside the frame of bytes 11–22"),
+        err.starts_with("FRAME at byte 21 runs past the end of its frame (bytes 11–22)"),
         "{err}"
     );
 }
