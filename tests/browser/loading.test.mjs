@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, copyFile, writeFile, rm, stat, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serve, browser, screenshot, fixtures, reference } from './harness.mjs';
+import { serve, browser, screenshot, fixtures, reference, dropFiles } from './harness.mjs';
 
 const real = (name) => join(fixtures, 'corpus', 'real', name);
 
@@ -154,5 +154,38 @@ test('a worker that runs out of memory is reported on its card; other ranks keep
   } finally {
     await b.close();
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('warnings and reasons reach the rank card', async () => {
+  // Segments on devices -1, 2**40 and 2**64 (warned, on no device), a pickle with data
+  // after its end (refused), and a snapshot with no device (nothing to show, and the
+  // warning about the top-level key it did not read).
+  const crafted = (name) => join(fixtures, 'crafted', name);
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await dropFiles(page, [
+      crafted('devices-not-ordinals.json'),
+      crafted('trailing-garbage.pickle'),
+      crafted('memo-bomb-64.pickle'),
+    ]);
+    const row = await loadedRow(page, 'devices-not-ordinals.json');
+    assert.equal(Number(row.peakAllocatedBytes), 512);
+    const card = (file) => `.rank-card[data-file="${file}"]`;
+    const warnings = await page.$eval(`${card('devices-not-ordinals.json')} .rank-warnings`,
+      (e) => e.textContent);
+    assert.match(warnings, /a segment whose device is not a device ordinal .* left out \(×3\)/);
+    const error = await page.waitForSelector(`.rank-error[data-file="trailing-garbage.pickle"]`);
+    assert.match(await error.getAttribute('data-error'), /^data after the end of the pickle: 7 more bytes follow/);
+    await page.waitForSelector(`${card('memo-bomb-64.pickle')} .rank-status`);
+    const nothing = await page.$eval(card('memo-bomb-64.pickle'), (e) => e.textContent);
+    assert.match(nothing, /nothing to show: no device has a trace entry or a segment/);
+    assert.match(nothing, /unknown top-level key \(its value was skipped, not read\): "user_data"/);
+    await screenshot(page, 'warnings-on-cards');
+  } finally {
+    await b.close();
   }
 });

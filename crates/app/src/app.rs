@@ -737,7 +737,11 @@ impl App {
                 if info.devices.is_empty() {
                     append(
                         card,
-                        &el_text("div", "rank-status", "no device has a trace or a segment"),
+                        &el_text(
+                            "div",
+                            "rank-status",
+                            "nothing to show: no device has a trace entry or a segment",
+                        ),
                     );
                 }
                 for d in &info.devices {

@@ -686,3 +686,62 @@ fn a_file_with_nothing_to_show_says_why_and_fails() {
         .unwrap()
         .starts_with("not a snapshot"));
 }
+
+#[test]
+fn crafted_bombs_stay_within_their_targets_in_the_cli() {
+    // The three pickles of crates/snapshot/tests/memory_bound.rs (built the same way,
+    // 10–20 MB each), through the binary: peak RSS of the whole process, against the
+    // targets (CPython's pickle.load takes 317 MB, 1.29 GB and 942 MB on them).
+    let n = 10_000_000;
+    let batches = |head: &[u8], item: &[u8], first: &[u8], tail: &[u8]| {
+        let mut out = head.to_vec();
+        for batch in 0..n / 1000 {
+            out.push(b'(');
+            let mut len = 1000;
+            if batch == 0 && !first.is_empty() {
+                out.extend_from_slice(first);
+                len -= 1;
+            }
+            for _ in 0..len {
+                out.extend_from_slice(item);
+            }
+            out.push(b'e');
+        }
+        out.extend_from_slice(tail);
+        out
+    };
+    let shared = batches(b"\x80\x04]\x94", b"h\x01", b"]\x94", b".");
+    let unread = batches(
+        b"\x80\x04}\x94(\x8c\x08segments\x94]\x94\x8c\x0ddevice_traces\x94]\x94\x8c\x04junk\x94]\x94",
+        b"]\x94",
+        b"",
+        b"u.",
+    );
+    let mut on_stack = b"\x80\x04".to_vec();
+    for _ in 0..n {
+        on_stack.extend_from_slice(b"]\x94");
+    }
+    on_stack.push(b'.');
+    for (name, data, target_mib, code) in [
+        ("bomb-shared-list.pickle", shared, 230, 1),
+        ("bomb-unread-key.pickle", unread, 100, 1),
+        ("bomb-left-on-stack.pickle", on_stack, 230, 1),
+    ] {
+        let path = scratch(name);
+        std::fs::write(&path, data).unwrap();
+        let run = memscope(&summary_args(true, std::slice::from_ref(&path)));
+        std::fs::remove_file(&path).unwrap();
+        println!(
+            "{name}: peak RSS {} MiB, {:?}",
+            run.max_rss_bytes >> 20,
+            run.elapsed
+        );
+        // Not a snapshot, or a snapshot with nothing to show: exit status 1 either way.
+        assert_eq!(run.code, Some(code), "{name}: {run:?}");
+        assert!(
+            run.max_rss_bytes <= target_mib << 20,
+            "{name}: peak RSS {} MiB over {target_mib} MiB",
+            run.max_rss_bytes >> 20
+        );
+    }
+}

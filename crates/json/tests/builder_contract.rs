@@ -86,7 +86,7 @@ impl Builder for Recorder {
     fn frozenset(&mut self, _: Drain<'_, u32>) -> Result<u32, BuildError> {
         unreachable!("JSON has no frozensets")
     }
-    fn memo_put(&mut self, _: MemoSlot, _: &u32) -> Result<(), BuildError> {
+    fn memo_put(&mut self, _: MemoSlot, _: &mut u32) -> Result<(), BuildError> {
         unreachable!("JSON has no memo")
     }
     fn memo_get(&mut self, _: u32) -> Result<u32, BuildError> {

@@ -307,7 +307,7 @@ impl Builder for Picky {
     fn frozenset(&mut self, items: Drain<'_, Value>) -> Result<Value, BuildError> {
         self.inner.frozenset(items)
     }
-    fn memo_put(&mut self, slot: MemoSlot, value: &Value) -> Result<(), BuildError> {
+    fn memo_put(&mut self, slot: MemoSlot, value: &mut Value) -> Result<(), BuildError> {
         self.inner.memo_put(slot, value)
     }
     fn memo_get(&mut self, index: u32) -> Result<Value, BuildError> {

@@ -185,8 +185,9 @@ pub trait Builder {
     fn pin(&mut self, _value: &mut Self::Value) -> Result<(), BuildError> {
         Ok(())
     }
-    /// Stores `value` in the memo.
-    fn memo_put(&mut self, slot: MemoSlot, value: &Self::Value) -> Result<(), BuildError>;
+    /// Stores `value` in the memo. The builder may rewrite the handle (to remember
+    /// where it was stored); the decoder keeps the rewritten one.
+    fn memo_put(&mut self, slot: MemoSlot, value: &mut Self::Value) -> Result<(), BuildError>;
     /// Fetches a memo entry.
     fn memo_get(&mut self, index: u32) -> Result<Self::Value, BuildError>;
     /// Appends the memo entries `indices` to the list `list`: a shortcut the pickle
@@ -337,7 +338,25 @@ impl<V> Memo<V> {
     }
 
     /// Stores `value` at `index`, replacing what was there.
+    #[inline]
     pub fn put(&mut self, index: u32, value: V) {
+        let i = index as usize;
+        if self.runs.is_empty() && self.sparse.is_empty() {
+            // Every real snapshot: indices in order.
+            if i < self.dense.len() {
+                self.dense[i] = value;
+                return;
+            }
+            if i == self.dense.len() {
+                self.dense.push(value);
+                return;
+            }
+        }
+        self.put_slow(index, value);
+    }
+
+    #[inline(never)]
+    fn put_slow(&mut self, index: u32, value: V) {
         match self.place(index) {
             Place::Dense(i) => self.dense[i] = value,
             Place::Run(_) => {
@@ -359,6 +378,18 @@ impl<V> Memo<V> {
     /// The entry at `index`.
     #[inline]
     pub fn get(&self, index: u32) -> Option<&V> {
+        if self.runs.is_empty() {
+            // Every real snapshot: no runs.
+            return match self.dense.get(index as usize) {
+                Some(v) => Some(v),
+                None => self.sparse.get(&index),
+            };
+        }
+        self.get_with_runs(index)
+    }
+
+    #[inline(never)]
+    fn get_with_runs(&self, index: u32) -> Option<&V> {
         match self.place(index) {
             Place::Dense(i) => Some(&self.dense[i]),
             Place::Run(k) => self.sparse.get(&index).or(Some(&self.runs[k].value)),

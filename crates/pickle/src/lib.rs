@@ -13,9 +13,15 @@
 //! (decoding speed alone); the snapshot model (`memscope-snapshot`) builds compact
 //! columns while the file streams.
 //!
+//! Structure: no opcode may cross the end of its protocol 4 `FRAME` and no frame may
+//! start inside another (as CPython's `pickle.py` reads frames), and a byte after `STOP`
+//! is an error ([`ErrorKind::TrailingData`]): a file holds one pickle.
+//!
 //! Bounds: no allocation is sized by a length field before the bytes exist, a length
-//! field larger than what the input has left is refused when the total length is known
-//! ([`Parser::with_total_len`]), and the memo stores sparse indices in a map.
+//! field larger than what the input has left (or than its frame) is refused at once,
+//! the memo stores sparse indices in a map and runs of entries as ranges
+//! ([`Memo::put_run`]), and a value the builder does not want
+//! ([`Builder::wants_value`]) is decoded without being built.
 //!
 //! ```
 //! use memscope_pickle::{Parser, ErrorKind, tree::TreeBuilder};

@@ -286,507 +286,523 @@ impl<B: Builder> Parser<B> {
     /// Decodes opcodes from `buf`, whose first byte is at absolute `base`.
     fn run(&mut self, buf: &[u8], base: u64) -> Result<Outcome, Error> {
         let mut pos = 0usize;
-        while pos < buf.len() {
-            let op = buf[pos];
-            let at = base + pos as u64;
-            if self.stack.len() == self.stack.capacity() && self.stack.len() >= LARGE_STACK {
-                // Millions of values left on the stack: grow by an eighth, not double.
-                self.stack.reserve_exact(self.stack.len() / 8);
-            }
-            if at >= self.frame_end {
-                // The frame ended exactly here: later opcodes are outside any frame
-                // until the next FRAME, as CPython reads them.
-                self.frame_end = NO_FRAME;
-            }
-            let rest = &buf[pos + 1..];
-            let err = |kind: ErrorKind| Error::new(kind, at, Some(op));
-            let build = |e: BuildError| Error::new(ErrorKind::Build(e), at, Some(op));
-
-            // Fixed-size argument: `arg!(n)` is the n bytes after the opcode.
-            macro_rules! arg {
-                ($n:expr) => {{
-                    if rest.len() < $n {
-                        return Ok(Outcome::Incomplete {
-                            at: pos,
-                            need: Need::Exactly(1 + $n),
-                        });
-                    }
-                    &rest[..$n]
-                }};
-            }
-            // A length-prefixed payload after a header of `$h` bytes.
-            macro_rules! payload {
-                ($h:expr, $len:expr) => {{
-                    let len: u64 = $len;
-                    let after_header = at + 1 + $h;
-                    if let Some(remaining) = self.remaining_after(after_header) {
-                        if len > remaining {
-                            return Err(err(ErrorKind::TooLong {
-                                declared: len,
-                                remaining,
+        'segments: loop {
+            // Inside a frame, the buffer is cut at the frame's end: an opcode that crosses
+            // it looks incomplete there, which is then an error, so frames cost nothing
+            // per opcode.
+            let frame_in_buf = (self.frame_end != NO_FRAME)
+                .then(|| self.frame_end.saturating_sub(base))
+                .and_then(|end| usize::try_from(end).ok())
+                .filter(|&end| end <= buf.len());
+            let seg = &buf[..frame_in_buf.unwrap_or(buf.len()).max(pos)];
+            while pos < seg.len() {
+                let op = seg[pos];
+                let at = base + pos as u64;
+                if self.stack.len() == self.stack.capacity() && self.stack.len() >= LARGE_STACK {
+                    // Millions of values left on the stack: grow by an eighth, not double.
+                    self.stack.reserve_exact(self.stack.len() / 8);
+                }
+                let rest = &seg[pos + 1..];
+                let err = |kind: ErrorKind| Error::new(kind, at, Some(op));
+                let build = |e: BuildError| Error::new(ErrorKind::Build(e), at, Some(op));
+                // An opcode whose bytes are not all here: it waits for more, unless the
+                // current frame ends first.
+                macro_rules! incomplete {
+                    ($need:expr) => {{
+                        if frame_in_buf.is_some() {
+                            return Err(err(ErrorKind::CrossesFrame {
+                                frame_start: self.frame_start,
+                                frame_end: self.frame_end,
                             }));
                         }
-                    }
-                    if after_header.saturating_add(len) > self.frame_end {
-                        return Err(err(ErrorKind::CrossesFrame {
-                            frame_start: self.frame_start,
-                            frame_end: self.frame_end,
-                        }));
-                    }
-                    let len = usize::try_from(len).map_err(|_| {
-                        err(ErrorKind::TooLong {
-                            declared: len,
-                            remaining: self.remaining_after(after_header).unwrap_or(0),
-                        })
-                    })?;
-                    if rest.len() - $h < len {
                         return Ok(Outcome::Incomplete {
                             at: pos,
-                            need: Need::Exactly((1 + $h as usize).saturating_add(len)),
+                            need: $need,
                         });
-                    }
-                    pos += 1 + $h + len;
-                    &rest[$h..$h + len]
-                }};
-            }
-            // A newline-terminated text argument (without the newline).
-            macro_rules! text_line {
-                () => {{
-                    match rest.iter().position(|&b| b == b'\n') {
-                        Some(end) => {
-                            pos += 1 + end + 1;
-                            &rest[..end]
+                    }};
+                }
+
+                // Fixed-size argument: `arg!(n)` is the n bytes after the opcode.
+                macro_rules! arg {
+                    ($n:expr) => {{
+                        if rest.len() < $n {
+                            incomplete!(Need::Exactly(1 + $n));
                         }
-                        None => {
-                            return Ok(Outcome::Incomplete {
-                                at: pos,
-                                need: Need::Line,
+                        &rest[..$n]
+                    }};
+                }
+                // A length-prefixed payload after a header of `$h` bytes.
+                macro_rules! payload {
+                    ($h:expr, $len:expr) => {{
+                        let len: u64 = $len;
+                        let after_header = at + 1 + $h;
+                        if let Some(remaining) = self.remaining_after(after_header) {
+                            if len > remaining {
+                                return Err(err(ErrorKind::TooLong {
+                                    declared: len,
+                                    remaining,
+                                }));
+                            }
+                        }
+                        if after_header.saturating_add(len) > self.frame_end {
+                            return Err(err(ErrorKind::CrossesFrame {
+                                frame_start: self.frame_start,
+                                frame_end: self.frame_end,
+                            }));
+                        }
+                        let len = usize::try_from(len).map_err(|_| {
+                            err(ErrorKind::TooLong {
+                                declared: len,
+                                remaining: self.remaining_after(after_header).unwrap_or(0),
                             })
+                        })?;
+                        if rest.len() - $h < len {
+                            incomplete!(Need::Exactly((1 + $h as usize).saturating_add(len)));
                         }
-                    }
-                }};
-            }
+                        pos += 1 + $h + len;
+                        &rest[$h..$h + len]
+                    }};
+                }
+                // A newline-terminated text argument (without the newline).
+                macro_rules! text_line {
+                    () => {{
+                        match rest.iter().position(|&b| b == b'\n') {
+                            Some(end) => {
+                                pos += 1 + end + 1;
+                                &rest[..end]
+                            }
+                            None => incomplete!(Need::Line),
+                        }
+                    }};
+                }
 
-            if !self.pending.is_empty() && !matches!(op, LONG_BINGET | BINGET | APPENDS) {
-                self.flush_pending()?;
-            }
-            match op {
-                // Memo references dominate real snapshots: first.
-                LONG_BINGET => {
-                    let index = u32::from_le_bytes(array4(arg!(4)));
-                    pos += 5;
-                    self.push_pending(index, at);
-                }
-                BINGET => {
-                    let index = u32::from(arg!(1)[0]);
-                    pos += 2;
-                    self.push_pending(index, at);
-                }
-                APPENDS
-                    if !self.pending.is_empty() && self.marks.last() == Some(&self.stack.len()) =>
-                {
-                    // MARK, GET…, APPENDS: the items are exactly the pending references.
-                    pos += 1;
-                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
-                    if start <= self.mark_floor() {
-                        return Err(err(ErrorKind::StackUnderflow));
-                    }
-                    let mut target = self.stack[start - 1].clone();
-                    if !self.builder.is_skipped(&target) {
-                        let pending_at = self.pending_at;
-                        let at_pending = |e| Error::new(ErrorKind::Build(e), pending_at, Some(op));
-                        self.builder.pin(&mut target).map_err(at_pending)?;
-                        self.builder
-                            .append_memo_refs(&target, &self.pending)
-                            .map_err(at_pending)?;
-                        self.stack[start - 1] = target;
-                    }
-                    self.pending.clear();
-                }
-                MEMOIZE => {
-                    pos += 1;
-                    self.memo_put(MemoSlot::Next).map_err(err)?;
-                }
-                BININT1 => {
-                    let v = arg!(1)[0];
-                    pos += 2;
-                    let value = self.builder.int(i64::from(v));
-                    self.stack.push(value);
-                }
-                BININT2 => {
-                    let v = u16::from_le_bytes([arg!(2)[0], rest[1]]);
-                    pos += 3;
-                    let value = self.builder.int(i64::from(v));
-                    self.stack.push(value);
-                }
-                BININT => {
-                    let v = i32::from_le_bytes(array4(arg!(4)));
-                    pos += 5;
-                    let value = self.builder.int(i64::from(v));
-                    self.stack.push(value);
-                }
-                LONG1 => {
-                    let n = arg!(1)[0];
-                    let bytes = payload!(1, u64::from(n));
-                    let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
-                    self.stack.push(value);
-                }
-                LONG4 => {
-                    let n = i32::from_le_bytes(array4(arg!(4)));
-                    if n < 0 {
-                        return Err(err(ErrorKind::NegativeLength(i64::from(n))));
-                    }
-                    let bytes = payload!(4, n as u64);
-                    let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
-                    self.stack.push(value);
-                }
-                SHORT_BINUNICODE => {
-                    let n = arg!(1)[0];
-                    let bytes = payload!(1, u64::from(n));
-                    let value = self.str_value(bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                BINUNICODE => {
-                    let n = u32::from_le_bytes(array4(arg!(4)));
-                    let bytes = payload!(4, u64::from(n));
-                    let value = self.str_value(bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                BINUNICODE8 => {
-                    let n = u64::from_le_bytes(array8(arg!(8)));
-                    let bytes = payload!(8, n);
-                    let value = self.str_value(bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                MARK => {
-                    pos += 1;
-                    if self.skip_from.is_none()
-                        && self.top().is_some_and(|top| self.builder.is_skipped(top))
-                    {
-                        // The items of a skipped value follow: skip them too.
-                        self.skip_from = Some(self.marks.len());
-                    }
-                    self.marks.push(self.stack.len());
-                }
-                EMPTY_DICT | EMPTY_LIST | EMPTY_SET => {
-                    pos += 1;
-                    let kind = match op {
-                        EMPTY_DICT => ContainerKind::Dict,
-                        EMPTY_LIST => ContainerKind::List,
-                        _ => ContainerKind::Set,
-                    };
-                    let value = if self.skip_from.is_some() || !self.value_wanted() {
-                        self.builder.skipped()
-                    } else {
-                        self.builder.new_container(kind).map_err(build)?
-                    };
-                    self.stack.push(value);
-                }
-                SETITEMS | APPENDS | ADDITEMS => {
+                if !self.pending.is_empty() && !matches!(op, LONG_BINGET | BINGET | APPENDS) {
                     self.flush_pending()?;
-                    pos += 1;
-                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
-                    // The container sits just below the mark.
-                    if start <= self.mark_floor() {
-                        return Err(err(ErrorKind::StackUnderflow));
-                    }
-                    if op == SETITEMS && !(self.stack.len() - start).is_multiple_of(2) {
-                        return Err(err(ErrorKind::BadArgument(
-                            "an odd number of keys and values",
-                        )));
-                    }
-                    self.fill(op, start).map_err(build)?;
                 }
-                SETITEM => {
-                    pos += 1;
-                    let start = self.stack.len().checked_sub(2);
-                    match start {
-                        Some(start) if start > self.mark_floor() => {
-                            self.fill(op, start).map_err(build)?;
+                match op {
+                    // Memo references dominate real snapshots: first.
+                    LONG_BINGET => {
+                        let index = u32::from_le_bytes(array4(arg!(4)));
+                        pos += 5;
+                        self.push_pending(index, at);
+                    }
+                    BINGET => {
+                        let index = u32::from(arg!(1)[0]);
+                        pos += 2;
+                        self.push_pending(index, at);
+                    }
+                    APPENDS
+                        if !self.pending.is_empty()
+                            && self.marks.last() == Some(&self.stack.len()) =>
+                    {
+                        // MARK, GET…, APPENDS: the items are exactly the pending references.
+                        pos += 1;
+                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                        if start <= self.mark_floor() {
+                            return Err(err(ErrorKind::StackUnderflow));
                         }
-                        _ => return Err(err(ErrorKind::StackUnderflow)),
-                    }
-                }
-                APPEND => {
-                    pos += 1;
-                    let start = self.stack.len().checked_sub(1);
-                    match start {
-                        Some(start) if start > self.mark_floor() => {
-                            self.fill(op, start).map_err(build)?;
+                        let mut target = self.stack[start - 1].clone();
+                        if !self.builder.is_skipped(&target) {
+                            let pending_at = self.pending_at;
+                            let at_pending =
+                                |e| Error::new(ErrorKind::Build(e), pending_at, Some(op));
+                            self.builder.pin(&mut target).map_err(at_pending)?;
+                            self.builder
+                                .append_memo_refs(&target, &self.pending)
+                                .map_err(at_pending)?;
+                            self.stack[start - 1] = target;
                         }
-                        _ => return Err(err(ErrorKind::StackUnderflow)),
+                        self.pending.clear();
                     }
-                }
-                NEWTRUE | NEWFALSE => {
-                    pos += 1;
-                    let value = self.builder.bool(op == NEWTRUE);
-                    self.stack.push(value);
-                }
-                NONE => {
-                    pos += 1;
-                    let value = self.builder.none();
-                    self.stack.push(value);
-                }
-                TUPLE1 | TUPLE2 | TUPLE3 | EMPTY_TUPLE => {
-                    pos += 1;
-                    let n = match op {
-                        EMPTY_TUPLE => 0,
-                        TUPLE1 => 1,
-                        TUPLE2 => 2,
-                        _ => 3,
-                    };
-                    let start = self
-                        .stack
-                        .len()
-                        .checked_sub(n)
-                        .filter(|&s| s >= self.mark_floor())
-                        .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
-                    let value = if self.skip_from.is_some() {
-                        self.stack.truncate(start);
-                        self.builder.skipped()
-                    } else {
-                        let items = self.stack.drain(start..);
-                        self.builder.tuple(items).map_err(build)?
-                    };
-                    self.stack.push(value);
-                }
-                TUPLE | LIST | DICT | FROZENSET => {
-                    pos += 1;
-                    let skipping = self.skip_from.is_some();
-                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
-                    let value = match op {
-                        _ if skipping => {
-                            self.stack.truncate(start);
-                            Ok(self.builder.skipped())
+                    MEMOIZE => {
+                        pos += 1;
+                        self.memo_put(MemoSlot::Next).map_err(err)?;
+                    }
+                    BININT1 => {
+                        let v = arg!(1)[0];
+                        pos += 2;
+                        let value = self.builder.int(i64::from(v));
+                        self.stack.push(value);
+                    }
+                    BININT2 => {
+                        let v = u16::from_le_bytes([arg!(2)[0], rest[1]]);
+                        pos += 3;
+                        let value = self.builder.int(i64::from(v));
+                        self.stack.push(value);
+                    }
+                    BININT => {
+                        let v = i32::from_le_bytes(array4(arg!(4)));
+                        pos += 5;
+                        let value = self.builder.int(i64::from(v));
+                        self.stack.push(value);
+                    }
+                    LONG1 => {
+                        let n = arg!(1)[0];
+                        let bytes = payload!(1, u64::from(n));
+                        let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    LONG4 => {
+                        let n = i32::from_le_bytes(array4(arg!(4)));
+                        if n < 0 {
+                            return Err(err(ErrorKind::NegativeLength(i64::from(n))));
                         }
-                        TUPLE => self.builder.tuple(self.stack.drain(start..)),
-                        FROZENSET => self.builder.frozenset(self.stack.drain(start..)),
-                        _ => {
-                            let (kind, odd) = if op == LIST {
-                                (ContainerKind::List, false)
-                            } else {
-                                (
-                                    ContainerKind::Dict,
-                                    !(self.stack.len() - start).is_multiple_of(2),
-                                )
-                            };
-                            if odd {
-                                return Err(err(ErrorKind::BadArgument(
-                                    "an odd number of keys and values",
-                                )));
+                        let bytes = payload!(4, n as u64);
+                        let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    SHORT_BINUNICODE => {
+                        let n = arg!(1)[0];
+                        let bytes = payload!(1, u64::from(n));
+                        let value = self.str_value(bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    BINUNICODE => {
+                        let n = u32::from_le_bytes(array4(arg!(4)));
+                        let bytes = payload!(4, u64::from(n));
+                        let value = self.str_value(bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    BINUNICODE8 => {
+                        let n = u64::from_le_bytes(array8(arg!(8)));
+                        let bytes = payload!(8, n);
+                        let value = self.str_value(bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    MARK => {
+                        pos += 1;
+                        if self.skip_from.is_none()
+                            && self.top().is_some_and(|top| self.builder.is_skipped(top))
+                        {
+                            // The items of a skipped value follow: skip them too.
+                            self.skip_from = Some(self.marks.len());
+                        }
+                        self.marks.push(self.stack.len());
+                    }
+                    EMPTY_DICT | EMPTY_LIST | EMPTY_SET => {
+                        pos += 1;
+                        let kind = match op {
+                            EMPTY_DICT => ContainerKind::Dict,
+                            EMPTY_LIST => ContainerKind::List,
+                            _ => ContainerKind::Set,
+                        };
+                        let value = if self.skip_from.is_some() || !self.value_wanted() {
+                            self.builder.skipped()
+                        } else {
+                            self.builder.new_container(kind).map_err(build)?
+                        };
+                        self.stack.push(value);
+                    }
+                    SETITEMS | APPENDS | ADDITEMS => {
+                        self.flush_pending()?;
+                        pos += 1;
+                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                        // The container sits just below the mark.
+                        if start <= self.mark_floor() {
+                            return Err(err(ErrorKind::StackUnderflow));
+                        }
+                        if op == SETITEMS && !(self.stack.len() - start).is_multiple_of(2) {
+                            return Err(err(ErrorKind::BadArgument(
+                                "an odd number of keys and values",
+                            )));
+                        }
+                        self.fill(op, start).map_err(build)?;
+                    }
+                    SETITEM => {
+                        pos += 1;
+                        let start = self.stack.len().checked_sub(2);
+                        match start {
+                            Some(start) if start > self.mark_floor() => {
+                                self.fill(op, start).map_err(build)?;
                             }
-                            let mut target = self.builder.new_container(kind).map_err(build)?;
-                            self.builder.pin(&mut target).map_err(build)?;
-                            let items = self.stack.drain(start..);
-                            if op == LIST {
-                                self.builder.append(&target, items)
-                            } else {
-                                self.builder.set_items(&target, items)
+                            _ => return Err(err(ErrorKind::StackUnderflow)),
+                        }
+                    }
+                    APPEND => {
+                        pos += 1;
+                        let start = self.stack.len().checked_sub(1);
+                        match start {
+                            Some(start) if start > self.mark_floor() => {
+                                self.fill(op, start).map_err(build)?;
                             }
-                            .map(|()| target)
+                            _ => return Err(err(ErrorKind::StackUnderflow)),
                         }
                     }
-                    .map_err(build)?;
-                    self.stack.push(value);
-                }
-                BINPUT => {
-                    let index = u32::from(arg!(1)[0]);
-                    pos += 2;
-                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
-                }
-                LONG_BINPUT => {
-                    let index = u32::from_le_bytes(array4(arg!(4)));
-                    pos += 5;
-                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
-                }
-                PUT => {
-                    let index = parse_memo_index(text_line!()).ok_or_else(|| {
-                        err(ErrorKind::BadArgument("the memo index is not a number"))
-                    })?;
-                    self.memo_put(MemoSlot::At(index)).map_err(err)?;
-                }
-                GET => {
-                    let index = parse_memo_index(text_line!()).ok_or_else(|| {
-                        err(ErrorKind::BadArgument("the memo index is not a number"))
-                    })?;
-                    let value = self.builder.memo_get(index).map_err(build)?;
-                    self.stack.push(value);
-                }
-                BINFLOAT => {
-                    let v = f64::from_be_bytes(array8(arg!(8)));
-                    pos += 9;
-                    let value = self.builder.float(v);
-                    self.stack.push(value);
-                }
-                FLOAT => {
-                    let v = text::parse_float(text_line!())
-                        .ok_or_else(|| err(ErrorKind::BadArgument("not a float")))?;
-                    let value = self.builder.float(v);
-                    self.stack.push(value);
-                }
-                INT => {
-                    let line = text_line!();
-                    let value = match line {
-                        b"00" => self.builder.bool(false),
-                        b"01" => self.builder.bool(true),
-                        _ => {
-                            let int = text::parse_decimal(line)
-                                .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
-                            self.int_value(int).map_err(build)?
-                        }
-                    };
-                    self.stack.push(value);
-                }
-                LONG => {
-                    let line = text_line!();
-                    let digits = line.strip_suffix(b"L").unwrap_or(line);
-                    let int = text::parse_decimal(digits)
-                        .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
-                    let value = self.int_value(int).map_err(build)?;
-                    self.stack.push(value);
-                }
-                STRING => {
-                    let bytes = text::decode_string_literal(text_line!()).ok_or_else(|| {
-                        err(ErrorKind::BadArgument("not a quoted string literal"))
-                    })?;
-                    let value = self.str_value(&bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                UNICODE => {
-                    let s = text::decode_raw_unicode_escape(text_line!())
-                        .ok_or_else(|| err(ErrorKind::BadArgument("a bad \\u escape")))?;
-                    let value = if self.skip_from.is_some() {
-                        self.builder.skipped()
-                    } else {
-                        self.builder.str(&s).map_err(build)?
-                    };
-                    self.stack.push(value);
-                }
-                BINSTRING => {
-                    let n = i32::from_le_bytes(array4(arg!(4)));
-                    if n < 0 {
-                        return Err(err(ErrorKind::NegativeLength(i64::from(n))));
+                    NEWTRUE | NEWFALSE => {
+                        pos += 1;
+                        let value = self.builder.bool(op == NEWTRUE);
+                        self.stack.push(value);
                     }
-                    let bytes = payload!(4, n as u64);
-                    let value = self.str_value(bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                SHORT_BINSTRING => {
-                    let n = arg!(1)[0];
-                    let bytes = payload!(1, u64::from(n));
-                    let value = self.str_value(bytes).map_err(build)?;
-                    self.stack.push(value);
-                }
-                SHORT_BINBYTES | BINBYTES | BINBYTES8 | BYTEARRAY8 => {
-                    let bytes = match op {
-                        SHORT_BINBYTES => {
-                            let n = arg!(1)[0];
-                            payload!(1, u64::from(n))
-                        }
-                        BINBYTES => {
-                            let n = u32::from_le_bytes(array4(arg!(4)));
-                            payload!(4, u64::from(n))
-                        }
-                        _ => {
-                            let n = u64::from_le_bytes(array8(arg!(8)));
-                            payload!(8, n)
-                        }
-                    };
-                    let kind = if op == BYTEARRAY8 {
-                        BytesKind::ByteArray
-                    } else {
-                        BytesKind::Bytes
-                    };
-                    let value = if self.skip_from.is_some() {
-                        self.builder.skipped()
-                    } else {
-                        self.builder.bytes(bytes, kind).map_err(build)?
-                    };
-                    self.stack.push(value);
-                }
-                POP => {
-                    pos += 1;
-                    if self.stack.len() > self.mark_floor() {
-                        self.stack.pop();
-                    } else {
+                    NONE => {
+                        pos += 1;
+                        let value = self.builder.none();
+                        self.stack.push(value);
+                    }
+                    TUPLE1 | TUPLE2 | TUPLE3 | EMPTY_TUPLE => {
+                        pos += 1;
+                        let n = match op {
+                            EMPTY_TUPLE => 0,
+                            TUPLE1 => 1,
+                            TUPLE2 => 2,
+                            _ => 3,
+                        };
                         let start = self
-                            .pop_mark()
+                            .stack
+                            .len()
+                            .checked_sub(n)
+                            .filter(|&s| s >= self.mark_floor())
                             .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                        let value = if self.skip_from.is_some() {
+                            self.stack.truncate(start);
+                            self.builder.skipped()
+                        } else {
+                            let items = self.stack.drain(start..);
+                            self.builder.tuple(items).map_err(build)?
+                        };
+                        self.stack.push(value);
+                    }
+                    TUPLE | LIST | DICT | FROZENSET => {
+                        pos += 1;
+                        let skipping = self.skip_from.is_some();
+                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
+                        let value = match op {
+                            _ if skipping => {
+                                self.stack.truncate(start);
+                                Ok(self.builder.skipped())
+                            }
+                            TUPLE => self.builder.tuple(self.stack.drain(start..)),
+                            FROZENSET => self.builder.frozenset(self.stack.drain(start..)),
+                            _ => {
+                                let (kind, odd) = if op == LIST {
+                                    (ContainerKind::List, false)
+                                } else {
+                                    (
+                                        ContainerKind::Dict,
+                                        !(self.stack.len() - start).is_multiple_of(2),
+                                    )
+                                };
+                                if odd {
+                                    return Err(err(ErrorKind::BadArgument(
+                                        "an odd number of keys and values",
+                                    )));
+                                }
+                                let mut target = self.builder.new_container(kind).map_err(build)?;
+                                self.builder.pin(&mut target).map_err(build)?;
+                                let items = self.stack.drain(start..);
+                                if op == LIST {
+                                    self.builder.append(&target, items)
+                                } else {
+                                    self.builder.set_items(&target, items)
+                                }
+                                .map(|()| target)
+                            }
+                        }
+                        .map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    BINPUT => {
+                        let index = u32::from(arg!(1)[0]);
+                        pos += 2;
+                        self.memo_put(MemoSlot::At(index)).map_err(err)?;
+                    }
+                    LONG_BINPUT => {
+                        let index = u32::from_le_bytes(array4(arg!(4)));
+                        pos += 5;
+                        self.memo_put(MemoSlot::At(index)).map_err(err)?;
+                    }
+                    PUT => {
+                        let index = parse_memo_index(text_line!()).ok_or_else(|| {
+                            err(ErrorKind::BadArgument("the memo index is not a number"))
+                        })?;
+                        self.memo_put(MemoSlot::At(index)).map_err(err)?;
+                    }
+                    GET => {
+                        let index = parse_memo_index(text_line!()).ok_or_else(|| {
+                            err(ErrorKind::BadArgument("the memo index is not a number"))
+                        })?;
+                        let value = self.builder.memo_get(index).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    BINFLOAT => {
+                        let v = f64::from_be_bytes(array8(arg!(8)));
+                        pos += 9;
+                        let value = self.builder.float(v);
+                        self.stack.push(value);
+                    }
+                    FLOAT => {
+                        let v = text::parse_float(text_line!())
+                            .ok_or_else(|| err(ErrorKind::BadArgument("not a float")))?;
+                        let value = self.builder.float(v);
+                        self.stack.push(value);
+                    }
+                    INT => {
+                        let line = text_line!();
+                        let value = match line {
+                            b"00" => self.builder.bool(false),
+                            b"01" => self.builder.bool(true),
+                            _ => {
+                                let int = text::parse_decimal(line)
+                                    .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
+                                self.int_value(int).map_err(build)?
+                            }
+                        };
+                        self.stack.push(value);
+                    }
+                    LONG => {
+                        let line = text_line!();
+                        let digits = line.strip_suffix(b"L").unwrap_or(line);
+                        let int = text::parse_decimal(digits)
+                            .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
+                        let value = self.int_value(int).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    STRING => {
+                        let bytes = text::decode_string_literal(text_line!()).ok_or_else(|| {
+                            err(ErrorKind::BadArgument("not a quoted string literal"))
+                        })?;
+                        let value = self.str_value(&bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    UNICODE => {
+                        let s = text::decode_raw_unicode_escape(text_line!())
+                            .ok_or_else(|| err(ErrorKind::BadArgument("a bad \\u escape")))?;
+                        let value = if self.skip_from.is_some() {
+                            self.builder.skipped()
+                        } else {
+                            self.builder.str(&s).map_err(build)?
+                        };
+                        self.stack.push(value);
+                    }
+                    BINSTRING => {
+                        let n = i32::from_le_bytes(array4(arg!(4)));
+                        if n < 0 {
+                            return Err(err(ErrorKind::NegativeLength(i64::from(n))));
+                        }
+                        let bytes = payload!(4, n as u64);
+                        let value = self.str_value(bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    SHORT_BINSTRING => {
+                        let n = arg!(1)[0];
+                        let bytes = payload!(1, u64::from(n));
+                        let value = self.str_value(bytes).map_err(build)?;
+                        self.stack.push(value);
+                    }
+                    SHORT_BINBYTES | BINBYTES | BINBYTES8 | BYTEARRAY8 => {
+                        let bytes = match op {
+                            SHORT_BINBYTES => {
+                                let n = arg!(1)[0];
+                                payload!(1, u64::from(n))
+                            }
+                            BINBYTES => {
+                                let n = u32::from_le_bytes(array4(arg!(4)));
+                                payload!(4, u64::from(n))
+                            }
+                            _ => {
+                                let n = u64::from_le_bytes(array8(arg!(8)));
+                                payload!(8, n)
+                            }
+                        };
+                        let kind = if op == BYTEARRAY8 {
+                            BytesKind::ByteArray
+                        } else {
+                            BytesKind::Bytes
+                        };
+                        let value = if self.skip_from.is_some() {
+                            self.builder.skipped()
+                        } else {
+                            self.builder.bytes(bytes, kind).map_err(build)?
+                        };
+                        self.stack.push(value);
+                    }
+                    POP => {
+                        pos += 1;
+                        if self.stack.len() > self.mark_floor() {
+                            self.stack.pop();
+                        } else {
+                            let start = self
+                                .pop_mark()
+                                .ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                            self.stack.truncate(start);
+                        }
+                    }
+                    POP_MARK => {
+                        pos += 1;
+                        let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
                         self.stack.truncate(start);
                     }
-                }
-                POP_MARK => {
-                    pos += 1;
-                    let start = self.pop_mark().ok_or_else(|| err(ErrorKind::NoMark))?;
-                    self.stack.truncate(start);
-                }
-                DUP => {
-                    pos += 1;
-                    if self.stack.len() <= self.mark_floor() {
-                        return Err(err(ErrorKind::StackUnderflow));
+                    DUP => {
+                        pos += 1;
+                        if self.stack.len() <= self.mark_floor() {
+                            return Err(err(ErrorKind::StackUnderflow));
+                        }
+                        // Two copies of one container: it needs an identity of its own.
+                        let last = self.stack.len() - 1;
+                        self.builder.pin(&mut self.stack[last]).map_err(build)?;
+                        let top = self.stack[last].clone();
+                        self.stack.push(top);
                     }
-                    // Two copies of one container: it needs an identity of its own.
-                    let last = self.stack.len() - 1;
-                    self.builder.pin(&mut self.stack[last]).map_err(build)?;
-                    let top = self.stack[last].clone();
-                    self.stack.push(top);
-                }
-                PROTO => {
-                    let version = arg!(1)[0];
-                    pos += 2;
-                    if version > HIGHEST_PROTOCOL {
-                        return Err(err(ErrorKind::UnsupportedProtocol(version)));
+                    PROTO => {
+                        let version = arg!(1)[0];
+                        pos += 2;
+                        if version > HIGHEST_PROTOCOL {
+                            return Err(err(ErrorKind::UnsupportedProtocol(version)));
+                        }
                     }
-                }
-                FRAME => {
-                    // Protocol 4+ cuts the data into frames. A frame must end before the
-                    // next one starts, and no opcode may cross its end (CPython's
-                    // `pickle` module refuses both); a frame longer than the input is
-                    // truncation.
-                    let len = u64::from_le_bytes(array8(arg!(8)));
-                    if self.frame_end != NO_FRAME {
-                        return Err(err(ErrorKind::FrameOverlap {
-                            frame_start: self.frame_start,
-                            frame_end: self.frame_end,
-                        }));
-                    }
-                    if let Some(remaining) = self.remaining_after(at + 9) {
-                        if len > remaining {
-                            return Err(err(ErrorKind::TooLong {
-                                declared: len,
-                                remaining,
+                    FRAME => {
+                        // Protocol 4+ cuts the data into frames. A frame must end before the
+                        // next one starts, and no opcode may cross its end (CPython's
+                        // `pickle` module refuses both); a frame longer than the input is
+                        // truncation.
+                        let len = u64::from_le_bytes(array8(arg!(8)));
+                        if self.frame_end != NO_FRAME {
+                            return Err(err(ErrorKind::FrameOverlap {
+                                frame_start: self.frame_start,
+                                frame_end: self.frame_end,
                             }));
                         }
+                        if let Some(remaining) = self.remaining_after(at + 9) {
+                            if len > remaining {
+                                return Err(err(ErrorKind::TooLong {
+                                    declared: len,
+                                    remaining,
+                                }));
+                            }
+                        }
+                        pos += 9;
+                        self.frame_start = at + 9;
+                        self.frame_end = self.frame_start.saturating_add(len);
+                        self.opcodes += 1;
+                        continue 'segments;
                     }
-                    pos += 9;
-                    self.frame_start = at + 9;
-                    self.frame_end = self.frame_start.saturating_add(len);
+                    STOP => {
+                        pos += 1;
+                        let root = self.pop().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
+                        self.builder.finish(root).map_err(build)?;
+                        self.opcodes += 1;
+                        return Ok(Outcome::Stopped(pos));
+                    }
+                    NEXT_BUFFER | READONLY_BUFFER => return Err(err(ErrorKind::OutOfBand)),
+                    op if runs_code(op) => {
+                        let detail = (op == GLOBAL || op == INST)
+                            .then(|| global_name(rest))
+                            .flatten();
+                        return Err(err(ErrorKind::Refused { detail }));
+                    }
+                    _ => return Err(err(ErrorKind::UnknownOpcode)),
                 }
-                STOP => {
-                    pos += 1;
-                    let root = self.pop().ok_or_else(|| err(ErrorKind::StackUnderflow))?;
-                    self.builder.finish(root).map_err(build)?;
-                    self.opcodes += 1;
-                    return Ok(Outcome::Stopped(pos));
-                }
-                NEXT_BUFFER | READONLY_BUFFER => return Err(err(ErrorKind::OutOfBand)),
-                op if runs_code(op) => {
-                    let detail = (op == GLOBAL || op == INST)
-                        .then(|| global_name(rest))
-                        .flatten();
-                    return Err(err(ErrorKind::Refused { detail }));
-                }
-                _ => return Err(err(ErrorKind::UnknownOpcode)),
+                self.opcodes += 1;
             }
-            self.opcodes += 1;
-            if base + pos as u64 > self.frame_end {
-                return Err(err(ErrorKind::CrossesFrame {
-                    frame_start: self.frame_start,
-                    frame_end: self.frame_end,
-                }));
+            if frame_in_buf.is_none() {
+                return Ok(Outcome::Consumed);
+            }
+            // The frame ended here: later opcodes are outside any frame until the next
+            // FRAME, as CPython reads them.
+            self.frame_end = NO_FRAME;
+            if pos >= buf.len() {
+                return Ok(Outcome::Consumed);
             }
         }
-        Ok(Outcome::Consumed)
     }
 
     #[inline]
@@ -881,7 +897,7 @@ impl<B: Builder> Parser<B> {
         if self.stack.len() <= self.mark_floor() {
             return Err(ErrorKind::StackUnderflow);
         }
-        match self.stack.last() {
+        match self.stack.last_mut() {
             Some(top) => self.builder.memo_put(slot, top).map_err(ErrorKind::Build),
             _ => Err(ErrorKind::StackUnderflow),
         }

@@ -59,7 +59,7 @@ impl Builder for ScanBuilder {
         self.values += 1;
         Ok(())
     }
-    fn memo_put(&mut self, _: MemoSlot, _: &()) -> Result<(), BuildError> {
+    fn memo_put(&mut self, _: MemoSlot, _: &mut ()) -> Result<(), BuildError> {
         Ok(())
     }
     fn memo_get(&mut self, _: u32) -> Result<(), BuildError> {

@@ -177,7 +177,7 @@ impl Builder for TreeBuilder {
         let items = items.collect();
         self.push(Node::FrozenSet(items))
     }
-    fn memo_put(&mut self, slot: MemoSlot, value: &Value) -> Result<(), BuildError> {
+    fn memo_put(&mut self, slot: MemoSlot, value: &mut Value) -> Result<(), BuildError> {
         let index = self.memo.index_for(slot)?;
         self.memo.put(index, *value);
         Ok(())

@@ -49,9 +49,9 @@ pub enum V {
     /// Bytes: index into the builder's byte store.
     Bytes(u32),
     /// A new container nothing refers to yet: it takes a slot only once it is filled
-    /// or memoized ([`Builder::pin`]), so millions of empty containers cost nothing
-    /// but their handles. The number is its serial.
-    Fresh(ContainerKind, u32),
+    /// ([`Builder::pin`]), so millions of empty containers cost nothing but their
+    /// handles. The numbers are its serial and its memo index (or [`NONE`]).
+    Fresh(ContainerKind, u32, u32),
     /// A container still being filled.
     Open(Handle),
     /// A finished empty list.
@@ -271,10 +271,8 @@ pub struct SnapshotBuilder {
     last_stream: Option<(u64, u32)>,
     /// Serial of the next [`V::Fresh`] container.
     fresh_next: u32,
-    /// Per fresh serial: pinned or placed already.
+    /// Per fresh serial that has copies (or a memo entry): pinned or placed already.
     fresh_done: Bits,
-    /// Per fresh serial: stored in the memo.
-    fresh_memoized: Bits,
     /// Per fresh serial: a memo lookup handed out a copy of its fresh handle before it
     /// was pinned (so `pinned` must find its slot later).
     fresh_copied: Bits,
@@ -283,9 +281,6 @@ pub struct SnapshotBuilder {
     /// Runs of memoized fresh containers: consecutive memo indices holding consecutive
     /// serials of one kind (ten million `[]` memoized in a row are one run).
     fresh_runs: Vec<FreshRun>,
-    /// The latest memo entries of fresh containers, `(serial, index)`, newest last:
-    /// where a container's memo entry is when it is pinned (usually within a few).
-    recent_fresh: Vec<(u32, u32)>,
     /// The slot of the first container of the file when it is a dict: the top-level
     /// dict of every snapshot. Values under its unknown keys are skipped.
     root_slot: Option<Handle>,
@@ -303,8 +298,8 @@ struct FreshRun {
     kind: ContainerKind,
 }
 
-/// How many recent memo entries of fresh containers are remembered.
-const RECENT_FRESH: usize = 64;
+/// Consecutive memo entries of fresh containers that start a run.
+const RUN_MIN: u32 = 8;
 
 /// One bit per serial.
 #[derive(Debug, Default)]
@@ -370,11 +365,9 @@ impl SnapshotBuilder {
             last_stream: None,
             fresh_next: 0,
             fresh_done: Bits::default(),
-            fresh_memoized: Bits::default(),
             fresh_copied: Bits::default(),
             pinned: FxHashMap::default(),
             fresh_runs: Vec::new(),
-            recent_fresh: Vec::with_capacity(RECENT_FRESH),
             root_slot: None,
             root_skipped: false,
             root: None,
@@ -498,15 +491,19 @@ impl SnapshotBuilder {
                     Err(e) => self.forwards.get(&h).copied().ok_or(e),
                 }
             }
-            V::Fresh(kind, serial) => {
-                if self.fresh_done.get(serial) {
+            V::Fresh(kind, serial, index) => {
+                let copied = self.fresh_copied.get(serial);
+                if copied && self.fresh_done.get(serial) {
                     if let Some(&h) = self.pinned.get(&serial) {
                         // A copy of a container that was filled through another copy.
                         return self.place(V::Open(h), parent);
                     }
                 }
-                // Never filled: an empty container.
-                self.fresh_done.set(serial);
+                // Never filled: an empty container. A copy may still be in the memo, so
+                // a later fill through it must be recognised as a change after placing.
+                if copied || index != NONE {
+                    self.fresh_done.set(serial);
+                }
                 match kind {
                     ContainerKind::List => Ok(V::EmptyList),
                     ContainerKind::Dict => self.record(&[], 1),
@@ -730,9 +727,9 @@ impl SnapshotBuilder {
             V::Float(_) => "float",
             V::Str(_) => "str",
             V::Bytes(_) => "bytes",
-            V::Fresh(ContainerKind::Dict, _) => "dict",
-            V::Fresh(ContainerKind::Set, _) => "set",
-            V::Fresh(ContainerKind::List, _) => "list",
+            V::Fresh(ContainerKind::Dict, ..) => "dict",
+            V::Fresh(ContainerKind::Set, ..) => "set",
+            V::Fresh(ContainerKind::List, ..) => "list",
             V::Skipped => "skipped value",
             V::FreshRun => "memo entry",
             V::Open(h) => match self.slots.get(h.slot as usize).map(|s| s.kind) {
@@ -1763,7 +1760,7 @@ impl Builder for SnapshotBuilder {
         self.fresh_next = serial
             .checked_add(1)
             .ok_or_else(|| invalid("creates more than 4 billion containers"))?;
-        Ok(V::Fresh(kind, serial))
+        Ok(V::Fresh(kind, serial, NONE))
     }
 
     fn str_lossy(&mut self, value: &str) -> Result<V, BuildError> {
@@ -1776,7 +1773,7 @@ impl Builder for SnapshotBuilder {
 
     fn wants_value(&mut self, dict: &V, key: &V) -> bool {
         let is_root = match *dict {
-            V::Fresh(ContainerKind::Dict, 0) => true,
+            V::Fresh(ContainerKind::Dict, 0, _) => true,
             V::Open(h) => Some(h) == self.root_slot,
             _ => false,
         };
@@ -1797,8 +1794,8 @@ impl Builder for SnapshotBuilder {
 
     #[inline]
     fn pin(&mut self, value: &mut V) -> Result<(), BuildError> {
-        if let V::Fresh(kind, serial) = *value {
-            *value = self.pin_fresh(kind, serial)?;
+        if let V::Fresh(kind, serial, index) = *value {
+            *value = self.pin_fresh(kind, serial, index)?;
         }
         Ok(())
     }
@@ -1826,15 +1823,20 @@ impl Builder for SnapshotBuilder {
     }
 
     #[inline]
-    fn memo_put(&mut self, slot: MemoSlot, value: &V) -> Result<(), BuildError> {
+    fn memo_put(&mut self, slot: MemoSlot, value: &mut V) -> Result<(), BuildError> {
         let index = self.memo.index_for(slot)?;
         match *value {
             V::Skipped => {
                 self.memo.put_run(index, V::Skipped);
                 return Ok(());
             }
-            V::Fresh(kind, serial) => {
+            V::Fresh(kind, serial, before) => {
+                if before != NONE {
+                    // Memoized twice: the first entry is found through `pinned`.
+                    self.fresh_copied.set(serial);
+                }
                 self.memo_put_fresh(index, kind, serial);
+                *value = V::Fresh(kind, serial, index);
                 return Ok(());
             }
             _ => {}
@@ -1853,31 +1855,12 @@ impl Builder for SnapshotBuilder {
 
     #[inline]
     fn memo_get(&mut self, index: u32) -> Result<V, BuildError> {
-        let v = self
-            .memo_value(index)
-            .ok_or(BuildError::MemoMissing(index))?;
-        match v {
-            V::Open(h) => {
-                if let Ok(i) = self.check(h) {
-                    self.slots[i].shared = true;
-                }
-            }
-            V::Fresh(_, serial) => {
-                if let Some(&h) = self.pinned.get(&serial) {
-                    // Filled since, through another copy.
-                    return Ok(match self.check(h) {
-                        Ok(i) => {
-                            self.slots[i].shared = true;
-                            V::Open(h)
-                        }
-                        Err(_) => self.forwards.get(&h).copied().unwrap_or(V::Open(h)),
-                    });
-                }
-                self.fresh_copied.set(serial);
-            }
-            _ => {}
+        match self.memo.get(index) {
+            // Strings and finished values: most lookups.
+            Some(&v) if !matches!(v, V::Open(_) | V::Fresh(..) | V::FreshRun) => Ok(v),
+            Some(_) => self.memo_get_container(index),
+            None => Err(BuildError::MemoMissing(index)),
         }
-        Ok(v)
     }
 
     fn append_memo_refs(&mut self, list: &V, indices: &[u32]) -> Result<(), BuildError> {
@@ -1919,7 +1902,6 @@ impl Builder for SnapshotBuilder {
         // The memo and open containers are no longer needed.
         self.memo = Memo::default();
         self.fresh_done = Bits::default();
-        self.fresh_memoized = Bits::default();
         self.fresh_copied = Bits::default();
         self.pinned = FxHashMap::default();
         self.fresh_runs = Vec::new();
@@ -1970,72 +1952,122 @@ fn is_top_level_key(key: V) -> bool {
 }
 
 impl SnapshotBuilder {
+    /// A memo lookup of a container: an open one becomes shared, a fresh one resolves
+    /// to its slot once pinned.
+    #[inline(never)]
+    fn memo_get_container(&mut self, index: u32) -> Result<V, BuildError> {
+        let v = self
+            .memo_value(index)
+            .ok_or(BuildError::MemoMissing(index))?;
+        match v {
+            V::Open(h) => {
+                if let Ok(i) = self.check(h) {
+                    self.slots[i].shared = true;
+                }
+            }
+            V::Fresh(_, serial, _) => {
+                if let Some(&h) = self.pinned.get(&serial) {
+                    // Filled since, through another copy.
+                    return Ok(match self.check(h) {
+                        Ok(i) => {
+                            self.slots[i].shared = true;
+                            V::Open(h)
+                        }
+                        Err(_) => self.forwards.get(&h).copied().unwrap_or(V::Open(h)),
+                    });
+                }
+                self.fresh_copied.set(serial);
+            }
+            _ => {}
+        }
+        Ok(v)
+    }
+
     /// A memo entry, with entries of fresh-container runs spelled out.
     #[inline]
     fn memo_value(&self, index: u32) -> Option<V> {
         match self.memo.get(index).copied()? {
-            V::FreshRun => {
-                let k = self
-                    .fresh_runs
-                    .partition_point(|r| r.index <= index)
-                    .checked_sub(1)?;
-                let run = self.fresh_runs[k];
-                (index - run.index < run.len)
-                    .then(|| V::Fresh(run.kind, run.serial + (index - run.index)))
-            }
+            V::FreshRun => self.fresh_run_entry(index),
             v => Some(v),
         }
     }
 
-    /// Stores fresh container `serial` at memo `index`: as part of a run when the
-    /// entry before holds the serial before.
+    /// The fresh container a run holds at memo `index`.
+    #[inline(never)]
+    fn fresh_run_entry(&self, index: u32) -> Option<V> {
+        let k = self
+            .fresh_runs
+            .partition_point(|r| r.index <= index)
+            .checked_sub(1)?;
+        let run = self.fresh_runs[k];
+        (index - run.index < run.len)
+            .then(|| V::Fresh(run.kind, run.serial + (index - run.index), index))
+    }
+
+    /// Stores fresh container `serial` at memo `index`: in a run once [`RUN_MIN`]
+    /// consecutive memo entries hold consecutive fresh containers of one kind (only
+    /// hostile files do that at length; real ones never reach a run).
     fn memo_put_fresh(&mut self, index: u32, kind: ContainerKind, serial: u32) {
-        self.fresh_memoized.set(serial);
-        if index as usize == self.memo.next_in_order() && index > 0 && serial > 0 {
-            if let Some(run) = self.fresh_runs.last_mut() {
-                if run.index + run.len == index
-                    && run.serial + run.len == serial
-                    && run.kind == kind
-                {
-                    run.len += 1;
-                    self.memo.put_run(index, V::FreshRun);
-                    return;
-                }
-            }
-            if self.memo.get(index - 1) == Some(&V::Fresh(kind, serial - 1))
-                && self.memo.pop_last(index - 1).is_some()
-            {
-                self.memo.put_run(index - 1, V::FreshRun);
+        let fresh = V::Fresh(kind, serial, index);
+        if index as usize != self.memo.next_in_order() {
+            self.memo.put(index, fresh);
+            return;
+        }
+        if let Some(run) = self.fresh_runs.last_mut() {
+            if run.index + run.len == index && run.serial + run.len == serial && run.kind == kind {
+                run.len += 1;
                 self.memo.put_run(index, V::FreshRun);
-                self.fresh_runs.push(FreshRun {
-                    index: index - 1,
-                    serial: serial - 1,
-                    len: 2,
-                    kind,
-                });
                 return;
             }
         }
-        self.memo.put(index, V::Fresh(kind, serial));
-        if self.recent_fresh.len() == RECENT_FRESH {
-            self.recent_fresh.remove(0);
+        let before = |k: u32| match (index.checked_sub(k), serial.checked_sub(k)) {
+            (Some(i), Some(s)) => Some(V::Fresh(kind, s, i)),
+            _ => None,
+        };
+        let starts_run = (1..RUN_MIN)
+            .all(|k| before(k).is_some_and(|want| self.memo.get(index - k) == Some(&want)));
+        if starts_run {
+            let first = index + 1 - RUN_MIN;
+            for k in (first..index).rev() {
+                if self.memo.pop_last(k).is_none() {
+                    // Not dense after all (replaced entries): keep them as they are.
+                    self.memo.put(index, fresh);
+                    return;
+                }
+            }
+            for k in first..=index {
+                self.memo.put_run(k, V::FreshRun);
+            }
+            self.fresh_runs.push(FreshRun {
+                index: first,
+                serial: serial + 1 - RUN_MIN,
+                len: RUN_MIN,
+                kind,
+            });
+            return;
         }
-        self.recent_fresh.push((serial, index));
+        self.memo.put(index, fresh);
     }
 
-    /// Gives fresh container `serial` a slot; its memo entries, if any, now name the
-    /// slot (and are rewritten to its finished value when it is placed).
-    fn pin_fresh(&mut self, kind: ContainerKind, serial: u32) -> Result<V, BuildError> {
-        if self.fresh_done.get(serial) {
-            return match self.pinned.get(&serial) {
-                Some(&h) if self.check(h).is_ok() => Ok(V::Open(h)),
-                _ => Err(invalid(
-                    "changes a container after it was placed in another one \
-                     (not plain data as CPython writes it)",
-                )),
-            };
+    /// Gives fresh container `serial` (memoized at `index`, or [`NONE`]) a slot; its
+    /// memo entry now names the slot and is rewritten to its finished value when it is
+    /// placed.
+    fn pin_fresh(&mut self, kind: ContainerKind, serial: u32, index: u32) -> Result<V, BuildError> {
+        // Only a copy (handed out by a memo lookup) can be pinned after it was pinned
+        // or placed through another copy.
+        let mut copies = self.fresh_copied.get(serial);
+        if copies {
+            if self.fresh_done.get(serial) {
+                return match self.pinned.get(&serial) {
+                    Some(&h) if self.check(h).is_ok() => Ok(V::Open(h)),
+                    _ => Err(invalid(
+                        "changes a container after it was placed in another one \
+                         (not plain data as CPython writes it)",
+                    )),
+                };
+            }
+            self.fresh_done.set(serial);
         }
-        self.fresh_done.set(serial);
         let opened = self.open(kind)?;
         let V::Open(h) = opened else {
             return Ok(opened);
@@ -2043,29 +2075,18 @@ impl SnapshotBuilder {
         if serial == 0 && kind == ContainerKind::Dict {
             self.root_slot = Some(h);
         }
-        let mut copies = self.fresh_copied.get(serial);
-        if self.fresh_memoized.get(serial) {
-            let mut found = false;
-            for n in 0..self.recent_fresh.len() {
-                let (s, index) = self.recent_fresh[n];
-                if s == serial && self.memo_value(index) == Some(V::Fresh(kind, serial)) {
-                    self.memo_put(MemoSlot::At(index), &opened)?;
-                    found = true;
-                }
+        // Only the memo entry that made this handle can hold it: a copy is made by a
+        // memo lookup (which hands out the entry's handle) or `DUP` (which pins first).
+        if index != NONE {
+            let here = matches!(self.memo_value(index), Some(V::Fresh(k, s, _)) if k == kind && s == serial);
+            if here {
+                self.memo.put(index, opened);
+                self.slots[h.slot as usize].memo = index;
+            } else {
+                // Its memo entry was not found through this handle: lookups of it must
+                // find the slot.
+                copies = true;
             }
-            let k = self.fresh_runs.partition_point(|r| r.serial <= serial);
-            if let Some(run) = k.checked_sub(1).map(|k| self.fresh_runs[k]) {
-                let index = run.index + (serial - run.serial);
-                if serial - run.serial < run.len
-                    && self.memo_value(index) == Some(V::Fresh(kind, serial))
-                {
-                    self.memo_put(MemoSlot::At(index), &opened)?;
-                    found = true;
-                }
-            }
-            // Memoized long ago (not among the recent entries): its memo entry still
-            // holds the fresh handle, so lookups must find the slot.
-            copies |= !found;
         }
         if copies {
             self.pinned.insert(serial, h);

@@ -137,7 +137,7 @@ fn a_whole_opcode_deleted_inside_a_frame_is_refused() {
     let mut parser = memscope_pickle::Parser::new(memscope_pickle::tree::TreeBuilder::default());
     let err = parser.feed(&bad).unwrap_err().to_string();
     assert!(
-        err.starts_with("FRAME at byte 21 starts a new frame inside the frame of bytes 11–22"),
+        err.starts_with("FRAME at byte 21 runs past the end of its frame (bytes 11–22)"),
         "{err}"
     );
 }
@@ -371,4 +371,69 @@ fn messages_say_what_was_expected_where() {
         load_bytes(b"[1]").unwrap_err(),
         LoadError::NotASnapshot(_)
     ));
+}
+
+/// Every warning message the builder can give, read from its source: the string
+/// passed to the functions that count warnings.
+fn warning_messages() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(dir.join("src/builder.rs")).unwrap();
+    // Join string continuations, then make all white space one blank and none after `(`.
+    let mut text = String::new();
+    let mut lines = source.lines().peekable();
+    while let Some(line) = lines.next() {
+        if let Some(head) = line.strip_suffix('\\') {
+            text.push_str(head);
+            if let Some(next) = lines.peek_mut() {
+                *next = next.trim_start();
+            }
+        } else {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text.replace("( ", "(");
+    let mut out = Vec::new();
+    let starts = [
+        ".add(\"",
+        ".add_n(\"",
+        "unknown_key(\"",
+        "_field(v, \"",
+        "segment_order(v, \"",
+        "segment_order(root, \"",
+    ];
+    let mut push_at = |rest: &str| {
+        let end = rest.find('"').unwrap();
+        out.push(rest[..end].to_owned());
+    };
+    for start in starts {
+        for (at, _) in text.match_indices(start) {
+            push_at(&text[at + start.len()..]);
+        }
+    }
+    for (at, _) in text.match_indices(", RecordKind::") {
+        let rest = &text[at + ", RecordKind::".len()..];
+        let word = rest.find(|c: char| !c.is_alphanumeric()).unwrap();
+        if let Some(literal) = rest[word..].strip_prefix(", \"") {
+            push_at(literal);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_semantics_page_lists_every_warning() {
+    let messages = warning_messages();
+    // The list is read from the source; a count far off means the reading broke.
+    assert!(messages.len() >= 50, "{messages:#?}");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(dir.join("../../docs/semantics.md")).unwrap();
+    let missing: Vec<&String> = messages
+        .iter()
+        .filter(|m| !docs.contains(&format!("| {m} |")))
+        .collect();
+    assert!(missing.is_empty(), "docs/semantics.md lacks: {missing:#?}");
 }
