@@ -37,7 +37,9 @@
 //! memory freed later (gradients kept until the next `zero_grad`, a buffer held two
 //! steps) is retained only at the end, and its site frees, in a later iteration, at
 //! least as many of its allocations as it retains — such a site is no suspect.
-//! A leak that starts mid-run counts from its first iteration. The rate is the retained
+//! A leak that starts mid-run counts from its first iteration, and needs one whole
+//! iteration more (3): the last layers of a pass cut by the snapshot look like two
+//! iterations that retain. The rate is the retained
 //! bytes over the iterations counted from the first leaking one, and the evidence lists
 //! every iteration with its boundary (entry offset and clock). 1 MiB keeps tiny
 //! bookkeeping tensors out; a leak of 1 MiB per step fills an 80 GB device within
@@ -634,7 +636,16 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         // A leak keeps going: retained in most whole iterations from its first one on.
         // Memory kept once (weights, optimizer state, a cache) or growth that stops is
         // retained in a few iterations and then no more.
-        if with < th.leak_min_iterations
+        // A retention that starts mid-run needs one whole iteration more: a pass cut by
+        // the snapshot holds its last layers' outputs in its last iterations, and two
+        // of them cannot tell that from a leak (the layers of `forward-segment-free`,
+        // found as repetitions, do exactly this).
+        let min_iterations = if first == counted.start {
+            th.leak_min_iterations
+        } else {
+            th.leak_min_iterations + 1
+        };
+        if with < min_iterations
             || (with as f64) < th.leak_min_share_since_first * since.len() as f64
             || bytes < th.leak_min_bytes
         {
