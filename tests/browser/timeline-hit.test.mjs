@@ -14,7 +14,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { serve, browser, screenshot, dropFiles, fixtures } from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, fixtures, locate } from './harness.mjs';
 
 const real = (name) => join(fixtures, 'corpus', 'real', name);
 
@@ -348,9 +348,13 @@ test('#example: press W twice, the band under the cursor is the allocation selec
     const { rect, view } = shot;
     const cx = Math.floor(rect.left + ((6200 - view.x0) / (view.x1 - view.x0)) * rect.width);
     let cy = Math.floor(rect.top + (1 - (506 * 1048576 - view.y0) / (view.y1 - view.y0)) * rect.height);
-    // The peak's label may sit there: the nearest point below it on the canvas.
-    while (!(await onCanvas(page, [[cx, cy]]))[0]) cy++;
-    await page.mouse.move(cx, cy);
+    // The peak's label, or thin allocations drawn as an aggregate, may sit there: the
+    // nearest band below on the canvas.
+    for (let k = 0; k < 80; k++, cy++) {
+      if (!(await onCanvas(page, [[cx, cy]]))[0]) continue;
+      await page.mouse.move(cx, cy);
+      if ((await page.$eval('#hover', (e) => e.dataset.hit)) === 'allocation') break;
+    }
     assert.equal(await page.$eval('#hover', (e) => e.dataset.hit), 'allocation');
     await page.mouse.down();
     await page.mouse.up();
@@ -360,6 +364,14 @@ test('#example: press W twice, the band under the cursor is the allocation selec
     assert.notEqual(d.allocation, '178');
     assert.ok(Number(d.allocUs) <= p.c1 && (d.freeUs === '' || Number(d.freeUs) >= p.c0), JSON.stringify(d));
     await screenshot(page, 'timeline-hit-example-zoomed-selection');
+    // At Fit, the largest allocation (#680) slides down the stack as older ones are
+    // freed: its selection is outlined along the band, not filled black.
+    await page.keyboard.press('f');
+    const at = await locate(page, 680);
+    await page.mouse.click(at.x, at.y);
+    await page.waitForSelector('#detail-body[data-allocation="680"]');
+    await settled(page);
+    await screenshot(page, 'timeline-selection-follows-band');
   } finally {
     await b.close();
   }
@@ -380,6 +392,21 @@ test('the full training step at Fit is at least 90 % coloured by call site; scre
     assert.ok(drawn > 0.2 * shot.w * shot.h, `${drawn} drawn pixels`);
     assert.ok(coloured >= 0.9, `${(100 * coloured).toFixed(1)} % coloured`);
     await screenshot(page, 'timeline-fullstep-fit');
+    // Hover on an aggregate says what it holds.
+    const r = rng(5);
+    let said = '';
+    for (let k = 0; k < 200 && !said; k++) {
+      const cx = Math.floor(shot.rect.left + r.range(0.05, 0.95) * shot.rect.width);
+      const cy = Math.floor(shot.rect.top + r.range(0.3, 0.95) * shot.rect.height);
+      if (!(await onCanvas(page, [[cx, cy]]))[0]) continue;
+      await page.mouse.move(cx, cy);
+      const hover = await page.$eval('#hover', (e) => ({ ...e.dataset, text: e.textContent }));
+      if (hover.hit === 'aggregate') said = hover.text;
+    }
+    assert.match(said, /allocations? too thin to draw one by one: .*\n(call site |\d+ call sites mixed)/);
+    assert.match(said, /click to zoom in/);
+    await screenshot(page, 'timeline-aggregate-hover');
+    await leave(page);
     // Zoomed: four W, a box in the middle of the stack.
     for (let k = 0; k < 4; k++) await page.keyboard.press('w');
     await settled(page);

@@ -109,6 +109,8 @@ pub struct TimelineIndex {
     /// Per call site: its label and palette index.
     pub(crate) site_labels: Vec<String>,
     pub(crate) site_palette: Vec<u8>,
+    /// The palette entries last followed ([`TimelineIndex::follow_palette`]).
+    pub(crate) followed: Option<Vec<(String, u8)>>,
 }
 
 impl TimelineIndex {
@@ -157,6 +159,7 @@ impl TimelineIndex {
             by_end: Vec::new(),
             site_labels: Vec::new(),
             site_palette: Vec::new(),
+            followed: None,
         };
         let mut sites = Sites::new(snap);
         for rank in 0..count {
@@ -488,6 +491,11 @@ impl TimelineIndex {
     /// rank. The other sites take the entries left, in bytes order. Returns whether any
     /// colour changed.
     pub fn follow_palette(&mut self, fixed: &[(String, u8)]) -> bool {
+        // Every strips request carries the page's palette: most change nothing.
+        if self.followed.as_deref() == Some(fixed) {
+            return false;
+        }
+        self.followed = Some(fixed.to_vec());
         let before = self.site_palette.clone();
         let (bytes, _) = self.site_bytes_at(self.peak.moment);
         let hashes: Vec<u8> = self

@@ -295,7 +295,11 @@ impl Strips {
         }
         // Bands continued across columns drift by up to half a pixel, so a sliver of a
         // pixel between two rects can be uncovered: the pixel there shows the nearer
-        // one, within half a pixel.
+        // one, within half a pixel. (Above the top rect or below the bottom one there
+        // is no sliver: nothing is drawn there.)
+        if k == 0 || k == items.len() {
+            return None;
+        }
         let gap = |i: u32| {
             let i = i as usize;
             let (y0, y1) = (
