@@ -60,19 +60,10 @@ fn synthetic() -> Vec<u8> {
         out: vec![0x80, 4],
         memo: 0,
     };
-    // Stack: root dict, MARK, "segments", [], "device_traces", outer list, trace list.
-    p.out.push(b'}');
-    p.memoize();
-    p.out.push(b'(');
-    p.str("segments");
-    p.out.push(b']');
-    p.memoize();
-    p.str("device_traces");
-    p.out.push(b']');
-    p.memoize();
-    p.out.push(b']');
-    p.memoize();
     // Shared strings and frame dicts: defined once, popped, then referenced by memo.
+    // They come before the root dict: pushed inside its items they would stand where
+    // the reader expects a top-level key and its value, and the reader skips the values
+    // of keys it does not read.
     let define = |p: &mut Pickle, s: &str| {
         let index = p.str(s);
         p.out.push(b'0');
@@ -105,6 +96,18 @@ fn synthetic() -> Vec<u8> {
         p.out.push(b'u');
         p.out.push(b'0');
     }
+    // Stack: root dict, MARK, "segments", [], "device_traces", outer list, trace list.
+    p.out.push(b'}');
+    p.memoize();
+    p.out.push(b'(');
+    p.str("segments");
+    p.out.push(b']');
+    p.memoize();
+    p.str("device_traces");
+    p.out.push(b']');
+    p.memoize();
+    p.out.push(b']');
+    p.memoize();
     for batch in 0..ENTRIES.div_ceil(1000) {
         p.out.push(b'(');
         for e in batch * 1000..((batch + 1) * 1000).min(ENTRIES) {
