@@ -44,8 +44,23 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         Browser::Never,
     ),
     (
+        "memscope-report",
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::Never,
+    ),
+    (
         "memscope-cli",
-        &["memscope-snapshot", "memscope-fleet", "memscope-allocator"],
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-report",
+            "memscope-allocator",
+        ],
         Browser::NotNative,
     ),
     (
