@@ -53,6 +53,18 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         ],
         Browser::Never,
     ),
+    // The Python package's extension module (PyO3).
+    (
+        "memscope-python",
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-report",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::NotNative,
+    ),
     (
         "memscope-cli",
         &[
