@@ -132,15 +132,22 @@ def load(source: Union[PathLike, bytes, bytearray, memoryview], name: str | None
     return Snapshot(_memscope.load_path(os.fspath(source)))
 
 
-def load_snapshot(snapshot: dict, name: str = "snapshot") -> Snapshot:
-    """Loads the dict ``torch.cuda.memory._snapshot()`` returns, with no file.
+def load_snapshot(snapshot: Union[dict, list], name: str = "snapshot") -> Snapshot:
+    """Loads the dict ``torch.cuda.memory._snapshot()`` returns, with no file (or the
+    list of segments torch 1.x returned).
 
     The dict is pickled (as ``torch.cuda.memory._dump_snapshot()`` does) and read by the
     same reader as files: it holds only plain data, and anything else is refused with
     the reason."""
-    if not isinstance(snapshot, dict):
-        raise MemscopeError(f"{name}: expected the dict torch.cuda.memory._snapshot() returns, got {type(snapshot).__name__}")
-    data = pickle.dumps(snapshot, protocol=4)
+    if not isinstance(snapshot, (dict, list)):
+        raise MemscopeError(
+            f"{name}: expected the dict torch.cuda.memory._snapshot() returns, "
+            f"got {type(snapshot).__name__}"
+        )
+    try:
+        data = pickle.dumps(snapshot, protocol=4)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        raise MemscopeError(f"{name}: not a snapshot of plain data: {e}") from e
     return Snapshot(_memscope.load_bytes(data, name), data)
 
 
