@@ -15,7 +15,7 @@ try {
   await frame.waitForSelector(sel, { timeout: 60000 });
   await frame.waitForSelector('body[data-status="ready"]', { timeout: 60000 });
   const card = await frame.$eval(sel, (e) => ({ ...e.dataset }));
-  const status = await b.page.$eval('.memscope-show div:last-child', (e) => e.textContent);
+  const status = await b.page.$eval('.memscope-show [id$="-status"]', (e) => e.textContent);
   if (process.env.SCREENSHOT) await b.page.screenshot({ path: process.env.SCREENSHOT });
   console.log(JSON.stringify({ card, status, errors: b.errors }));
 } finally {
