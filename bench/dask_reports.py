@@ -62,8 +62,9 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=16)
     ap.add_argument("--target-mib", type=float, default=12)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cli", type=Path, default=ROOT / "target" / "release" / "memscope")
     args = ap.parse_args()
-    cli = ROOT / "target" / "release" / "memscope"
+    cli = args.cli
     if not cli.is_file():
         sys.exit(f"{cli} is missing: cargo build --release -p memscope-cli")
     import distributed
