@@ -1,5 +1,5 @@
-//! `memscope ranks`, `memscope anomalies` and `memscope compare`: many ranks at once,
-//! through `memscope-fleet`.
+//! `memscope ranks`, `memscope anomalies`, `memscope compare` and `memscope report`:
+//! many ranks at once, through `memscope-fleet` (and `memscope-report` for the file).
 //!
 //! Files are loaded one at a time and each snapshot is dropped once its per-rank report
 //! is made, so memory holds one snapshot plus small reports (`compare` holds two). A
@@ -8,18 +8,51 @@
 //! status is 1; so is a file with nothing to show. A file's warnings are printed after
 //! the table, and with `ranks --json` as a `warnings` array on each of its lines.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use indicatif::{ProgressBar, ProgressStyle};
 use memscope_fleet::{
     compare as fleet_compare, Align, Anomaly, Change, Comparison, FleetReport, RankModel,
     RankReport, RankRow, Thresholds,
 };
+use memscope_report::{report_paths, write_records, Record};
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use memscope_snapshot::{base_name, Warning};
 use serde::Serialize;
 
 use crate::{load, NOTHING_TO_SHOW};
+
+/// `memscope report`: the records of every file in input order on standard output,
+/// files read by `threads` threads (default: one per core), a count of files done on a
+/// terminal. Exit status 1 if any file gave no rank (its error line says why).
+pub(crate) fn report(files: &[PathBuf], threads: Option<usize>) -> io::Result<bool> {
+    let threads = threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1);
+    let bar = io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(files.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("report {pos}/{len} files [{bar:30}] {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar
+    });
+    let done = |n: usize| {
+        if let Some(bar) = &bar {
+            bar.set_position(n as u64);
+        }
+    };
+    let records = report_paths(files, threads, &Thresholds::default(), &done);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    write_records(&mut out, &records)?;
+    out.flush()?;
+    Ok(records.iter().all(|r| matches!(r, Record::Rank(_))))
+}
 
 /// Loaded reports of every readable file, and what went wrong with the others.
 struct Loaded {

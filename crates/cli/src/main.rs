@@ -12,6 +12,9 @@
 //! their evidence, and the diff of two snapshots by call site. Bad files are handled as
 //! by `summary`.
 //!
+//! `memscope report` writes the fleet report file (`memscope-report`): every rank's
+//! report as JSON Lines, the files read on every core.
+//!
 //! `memscope simulate` replays each device through the caching allocator
 //! (`memscope-allocator`) under the recorded settings and others.
 
@@ -96,6 +99,17 @@ enum Command {
         /// Side B.
         b: PathBuf,
     },
+    /// The fleet report file: per (file, device) the overview facts, heatmap row, phases,
+    /// anomalies and call-site totals, one JSON line each (docs/report-format.md), made
+    /// on every core. Files made on different machines concatenate into one report.
+    Report {
+        /// Files read at once (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Snapshot files of the ranks.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Replay each device's trace through PyTorch's caching allocator under the
     /// recorded settings and others: peak reserved, reserved - allocated at the peak,
     /// the first out-of-memory.
@@ -131,6 +145,7 @@ fn main() -> ExitCode {
         Command::Summary { json, files } => summary(&files, json),
         Command::Ranks { json, files } => fleet::ranks(&files, json),
         Command::Anomalies { json, files } => fleet::anomalies(&files, json),
+        Command::Report { threads, files } => fleet::report(&files, threads),
         Command::Compare {
             json,
             phase,
@@ -185,8 +200,7 @@ fn main() -> ExitCode {
 }
 
 /// Why a loaded file prints no row.
-pub(crate) const NOTHING_TO_SHOW: &str =
-    "nothing to show: no device has a trace entry or a segment";
+pub(crate) use memscope_report::NOTHING_TO_SHOW;
 
 /// Loads one file (`-`: standard input), with a progress bar on a terminal for large
 /// files. The length comes from the file's metadata only for a regular file: a pipe,

@@ -373,3 +373,53 @@ fn compare_aligns_corpus_files_on_a_phase() {
     let cmp = &missing.json_lines()[0];
     assert!(cmp["a"]["align_note"].as_str().unwrap().contains("nope"));
 }
+
+/// `memscope report` on generated ranks (one leaks) plus a bad file: its output is what
+/// the report crate writes, in input order whatever the threads, a file that cannot be
+/// read gets an error line and exit status 1, and the fleet read back from the output
+/// names the leak as `anomalies` does on the snapshots.
+#[test]
+fn report_writes_every_rank_and_reads_back_as_the_snapshots_fleet() {
+    let set = Set::new(
+        "report4",
+        &["--ranks", "4", "--iterations", "3", "--leak-rank", "2"],
+    );
+    let mut files = set.files();
+    files.push(root().join("tests/fixtures/corpus/bad/numpy-globals.pickle"));
+    let one = memscope(&args(&["report", "--threads", "1"], &files));
+    let many = memscope(&args(&["report", "--threads", "3"], &files));
+    assert_eq!(one.code, Some(1), "a bad file: exit status 1");
+    assert_eq!(one.stdout, many.stdout);
+
+    let th = Thresholds::default();
+    let expected = memscope_report::report_paths(&files, 2, &th, &|_| {});
+    let mut text = Vec::new();
+    memscope_report::write_records(&mut text, &expected).unwrap();
+    assert_eq!(one.stdout, String::from_utf8(text).unwrap());
+
+    let file = memscope_report::ReportFile::parse(&one.stdout).unwrap();
+    assert_eq!(file.ranks.len(), 4);
+    assert_eq!(file.errors.len(), 1);
+    assert!(file.errors[0].error.contains("refused GLOBAL"));
+    let fleet = file.fleet(&th);
+    let leak = set.leak();
+    let anomalies = memscope(&args(&["anomalies", "--json"], &set.files())).json_lines();
+    let from_file: Vec<Value> = fleet
+        .anomalies
+        .iter()
+        .map(|a| serde_json::to_value(a).unwrap())
+        .collect();
+    assert_eq!(from_file.len(), anomalies.len());
+    for (a, b) in from_file.iter().zip(&anomalies) {
+        assert_eq!(a["key"], b["key"]);
+    }
+    let leaks: Vec<&Value> = from_file
+        .iter()
+        .filter(|a| a["kind"] == "leak_suspect")
+        .collect();
+    assert!(!leaks.is_empty());
+    assert!(leaks.iter().all(|a| a["key"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("rank{}", leak["rank"]))));
+}

@@ -49,8 +49,35 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         Browser::Never,
     ),
     (
+        "memscope-report",
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::Never,
+    ),
+    // The Python package's extension module (PyO3).
+    (
+        "memscope-python",
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-report",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::NotNative,
+    ),
+    (
         "memscope-cli",
-        &["memscope-snapshot", "memscope-fleet", "memscope-allocator"],
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-report",
+            "memscope-allocator",
+        ],
         Browser::NotNative,
     ),
     (
