@@ -1777,7 +1777,10 @@ impl Builder for SnapshotBuilder {
             V::Open(h) => Some(h) == self.root_slot,
             _ => false,
         };
-        if !is_root || is_top_level_key(*key) {
+        // Only a string can be a key of the top level; anything else on top of the
+        // stack is not a key (a file that pushes and pops values between its keys),
+        // and what follows is wanted.
+        if !is_root || !matches!(key, V::Str(_)) || is_top_level_key(*key) {
             return true;
         }
         self.root_skipped = true;
