@@ -65,8 +65,7 @@
 //!
 //! - *At an OOM* (key `oom-eK`): when no free block could serve the request (else the
 //!   allocator's own limits were in the way, not holes) and the cached free bytes would
-//!   have covered its shortfall (the request less the device's free bytes). Cost: the
-//!   free bytes that could not serve it.
+//!   have covered its shortfall (the request less the device's free bytes).
 //! - *At the peak* (key `peak-reserved`): peak reserved above peak allocated by at least
 //!   `fragmentation_min_excess_share` = 20 % of peak allocated and
 //!   `fragmentation_min_excess_bytes` = 1 GiB. The excess is memory the job reserved
@@ -78,11 +77,21 @@
 //!   of the real traces of the corpus far below this, and a uniform healthy job never
 //!   reaches it.
 //!
+//! **Cost.** Both state what the fragmentation cost as *recorded peak reserved − peak
+//! reserved with expandable segments*: the device's trace replayed through the caching
+//! allocator's model (`memscope-allocator`) with the recorded settings but
+//! `expandable_segments:True` and no device capacity (segments that grow in pages
+//! leave no holes between segments). The replay runs only for a rank with a
+//! fragmentation anomaly, once, so reports without one stay cheap; the unusable bytes
+//! (free bytes at the OOM, peak reserved − peak allocated at the peak) are kept in the
+//! evidence. A cost of 0 says the setting would not have lowered the peak.
+//!
 //! Both give the free bytes split by pool and stream, the largest piece the request
 //! could have used, and who left the holes: for each free gap, the allocations freed
 //! before the moment that last held its bytes (most recently freed first), grouped by
 //! call site and block size.
 
+use memscope_allocator::{replay, Config, ReplayInput};
 use memscope_analysis::{AllocatorState, DeviceAnalysis};
 use memscope_snapshot::units::{format_bytes, format_duration_us};
 use memscope_snapshot::{Action, Snapshot, SparseEvents, NONE};
@@ -425,8 +434,17 @@ pub struct FragmentationEvidence {
     pub peak_allocated_bytes: u64,
     /// Peak reserved bytes of the trace.
     pub peak_reserved_bytes: u64,
-    /// What it cost: the free bytes that could not serve the OOM's request, or peak
-    /// reserved − peak allocated.
+    /// The cached bytes that could not serve requests: the free bytes that could not
+    /// serve the OOM's request, or peak reserved − peak allocated.
+    pub unusable_bytes: u64,
+    /// Peak reserved bytes of the trace replayed by the caching allocator's model
+    /// (`memscope-allocator`) with the recorded settings but expandable segments on,
+    /// without a device capacity.
+    pub expandable_peak_reserved_bytes: u64,
+    /// Whether the trace was recorded with expandable segments already on.
+    pub expandable_recorded: bool,
+    /// What it cost: recorded peak reserved − peak reserved with expandable segments
+    /// (0 when the replay needs as much or more).
     pub cost_bytes: u64,
     /// Who left the holes, most bytes first.
     pub holes: Vec<HoleSource>,
@@ -881,6 +899,58 @@ fn holes_text(holes: &[HoleSource]) -> String {
 }
 
 fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
+    let found_from = out.len();
+    let analysis = fragmentation_found(snap, model, th, out);
+    let Some(analysis) = analysis.filter(|_| out.len() > found_from) else {
+        return;
+    };
+    // Only now, with something to report, replay the allocator (once per rank).
+    let input = ReplayInput::new(snap, &model.allocs, &analysis);
+    let (recorded, _notes) = Config::recorded(snap);
+    let expandable = replay(
+        &input,
+        &Config {
+            expandable_segments: true,
+            capacity_bytes: None,
+            ..recorded.clone()
+        },
+    );
+    let peak_reserved = u64::try_from(model.allocs.peak_reserved.max(0)).unwrap_or(u64::MAX);
+    let cost = peak_reserved.saturating_sub(expandable.peak_reserved_bytes);
+    let sentence = if recorded.expandable_segments {
+        " Expandable segments were already on.".to_owned()
+    } else if cost == 0 {
+        format!(
+            " Replayed with expandable segments, reserved would have peaked at {}: no lower.",
+            format_bytes(expandable.peak_reserved_bytes)
+        )
+    } else {
+        format!(
+            " It cost {}: replayed with expandable segments, reserved would have peaked at \
+             {} instead of {}.",
+            format_bytes(cost),
+            format_bytes(expandable.peak_reserved_bytes),
+            format_bytes(peak_reserved)
+        )
+    };
+    for anomaly in &mut out[found_from..] {
+        if let Evidence::Fragmentation(ev) = &mut anomaly.evidence {
+            ev.expandable_peak_reserved_bytes = expandable.peak_reserved_bytes;
+            ev.expandable_recorded = recorded.expandable_segments;
+            ev.cost_bytes = cost;
+            anomaly.bytes = cost;
+            anomaly.summary.push_str(&sentence);
+        }
+    }
+}
+
+/// Finds fragmentation that cost memory (module docs), its cost not yet filled in.
+fn fragmentation_found(
+    snap: &Snapshot,
+    model: &RankModel,
+    th: &Thresholds,
+    out: &mut Vec<Anomaly>,
+) -> Option<DeviceAnalysis> {
     let tl = &model.timeline;
     let a = &model.allocs;
     let ooms = tl.offsets_of(snap, Action::Oom);
@@ -891,7 +961,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
         && excess as f64 >= th.fragmentation_min_excess_share * peak_allocated as f64
         && excess >= th.fragmentation_min_excess_bytes;
     if ooms.is_empty() && !peak_case {
-        return;
+        return None;
     }
     let analysis = DeviceAnalysis::new(snap, a);
     let stream_of = |i: usize| {
@@ -900,7 +970,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
             .copied()
             .unwrap_or(0)
     };
-    let evidence = |trigger, k: usize, request: Request, device_free, cost| {
+    let evidence = |trigger, k: usize, request: Request, device_free, unusable_bytes| {
         // The state just before entry k.
         let m = k as u32;
         let state = analysis.state_at(m);
@@ -919,7 +989,10 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
             free_pieces: state.segments.iter().map(|s| s.free.len() as u64).sum(),
             peak_allocated_bytes: peak_allocated,
             peak_reserved_bytes: peak_reserved,
-            cost_bytes: cost,
+            unusable_bytes,
+            expandable_peak_reserved_bytes: 0,
+            expandable_recorded: false,
+            cost_bytes: 0,
             holes: hole_sources(&analysis, model, &state, m, th),
         }
     };
@@ -963,7 +1036,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
                 holes_text(&ev.holes),
             ),
             site: ev.holes.first().map(|h| h.site.clone()),
-            bytes: free,
+            bytes: 0,
             time_us: tl.time_at(k),
             evidence: Evidence::Fragmentation(ev),
         });
@@ -991,7 +1064,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
         // made for want of one (a trace that disagrees with the rule, or the allocator's
         // own limits), so the excess is no fragmentation.
         if free_by_pool(&analysis.state_at(k as u32), request).1 {
-            return;
+            return Some(analysis);
         }
         let ev = evidence(FragmentationTrigger::PeakReserved, k, request, None, excess);
         out.push(Anomaly {
@@ -1015,11 +1088,12 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
                 holes_text(&ev.holes),
             ),
             site: ev.holes.first().map(|h| h.site.clone()),
-            bytes: excess,
+            bytes: 0,
             time_us: tl.time_at(k),
             evidence: Evidence::Fragmentation(ev),
         });
     }
+    Some(analysis)
 }
 
 fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
