@@ -91,6 +91,8 @@
 //! before the moment that last held its bytes (most recently freed first), grouped by
 //! call site and block size.
 
+use std::sync::Arc;
+
 use memscope_allocator::{replay, Config, ReplayInput};
 use memscope_analysis::{AllocatorState, DeviceAnalysis};
 use memscope_snapshot::units::{format_bytes, format_duration_us};
@@ -528,12 +530,16 @@ fn ooms(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anoma
         let i = e as usize;
         let requested = snap.events.size[i];
         let device_free = SparseEvents::find(&snap.events.sparse.device_free, e);
-        let (allocated, reserved) = (tl.allocated[k], tl.reserved[k]);
+        let (allocated, reserved) = (tl.allocated()[k], tl.reserved_after(k));
         let held = model.sites_live_after(e);
         let live: u64 = held.iter().map(|h| h.ids.len() as u64).sum();
         let mut largest: Vec<(u64, u32)> = held
             .iter()
-            .flat_map(|h| h.ids.iter().map(|&id| (model.allocs.size[id as usize], id)))
+            .flat_map(|h| {
+                h.ids
+                    .iter()
+                    .map(|&id| (model.allocs().size[id as usize], id))
+            })
             .collect();
         largest.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         largest.truncate(th.top);
@@ -591,7 +597,7 @@ fn ooms(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anoma
                         id,
                         bytes,
                         site: model.site(id as usize).clone(),
-                        alloc_time_us: model.time_of_event(model.allocs.alloc_event[id as usize]),
+                        alloc_time_us: model.time_of_event(model.allocs().alloc_event[id as usize]),
                     })
                     .collect(),
             }),
@@ -607,7 +613,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         return;
     }
     let w_count = it.count();
-    let a = &model.allocs;
+    let a = model.allocs();
     // Retained allocations per site: (window, id).
     let mut retained: FxHashMap<u32, Vec<(usize, u32)>> = FxHashMap::default();
     for i in 0..a.len() {
@@ -827,7 +833,7 @@ fn hole_sources(
     }
     // (gap, end moment, id) of freed allocations overlapping a gap.
     let mut found: Vec<(usize, u32, u32)> = Vec::new();
-    for id in 0..model.allocs.len() as u32 {
+    for id in 0..model.allocs().len() as u32 {
         let (_, _, end) = analysis.lifetime(id);
         if end > m {
             continue;
@@ -905,7 +911,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
         return;
     };
     // Only now, with something to report, replay the allocator (once per rank).
-    let input = ReplayInput::new(snap, &model.allocs, &analysis);
+    let input = ReplayInput::new(snap, &analysis);
     let (recorded, _notes) = Config::recorded(snap);
     let expandable = replay(
         &input,
@@ -915,7 +921,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
             ..recorded.clone()
         },
     );
-    let peak_reserved = u64::try_from(model.allocs.peak_reserved.max(0)).unwrap_or(u64::MAX);
+    let peak_reserved = u64::try_from(model.allocs().peak_reserved.max(0)).unwrap_or(u64::MAX);
     let cost = peak_reserved.saturating_sub(expandable.peak_reserved_bytes);
     let sentence = if recorded.expandable_segments {
         " Expandable segments were already on.".to_owned()
@@ -952,7 +958,7 @@ fn fragmentation_found(
     out: &mut Vec<Anomaly>,
 ) -> Option<DeviceAnalysis> {
     let tl = &model.timeline;
-    let a = &model.allocs;
+    let a = model.allocs();
     let ooms = tl.offsets_of(snap, Action::Oom);
     let peak_allocated = a.peak_allocated;
     let peak_reserved = u64::try_from(a.peak_reserved.max(0)).unwrap_or(u64::MAX);
@@ -963,7 +969,7 @@ fn fragmentation_found(
     if ooms.is_empty() && !peak_case {
         return None;
     }
-    let analysis = DeviceAnalysis::new(snap, a);
+    let analysis = DeviceAnalysis::from_model(snap, Arc::clone(&model.device));
     let stream_of = |i: usize| {
         snap.streams
             .get(snap.events.stream[i] as usize)
@@ -1101,7 +1107,7 @@ fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     let Some((_, end_us)) = tl.time_span() else {
         return;
     };
-    let a = &model.allocs;
+    let a = model.allocs();
     let mut by_site: FxHashMap<u32, Vec<Stall>> = FxHashMap::default();
     for i in 0..a.len() {
         let Some(requested) = model.time_of_event(a.free_requested_event[i]) else {

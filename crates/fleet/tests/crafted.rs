@@ -84,7 +84,7 @@ fn fnv(text: &str) -> String {
 fn every_detector_on_a_crafted_trace() {
     let snap = load_bytes(crafted().as_bytes()).unwrap();
     let model = RankModel::new("runs/rank7.json", &snap, 0);
-    assert_eq!(model.allocs.peak_allocated, 26 * MIB);
+    assert_eq!(model.allocs().peak_allocated, 26 * MIB);
     let found = rank_anomalies(&snap, &model, &Thresholds::default());
     let keys: Vec<&str> = found.iter().map(|a| a.key.as_str()).collect();
     let step20 = fnv("/home/me/train.py:20 step");
@@ -230,8 +230,8 @@ fn fragmentation_by_the_allocators_rule() {
     let snap = load_bytes(holes().as_bytes()).unwrap();
     let model = RankModel::new("rank0.json", &snap, 0);
     // X2 and Y together: 70 MiB.
-    assert_eq!(model.allocs.peak_allocated, 70 * MIB);
-    assert_eq!(model.allocs.peak_reserved, i128::from(110 * MIB));
+    assert_eq!(model.allocs().peak_allocated, 70 * MIB);
+    assert_eq!(model.allocs().peak_reserved, i128::from(110 * MIB));
 
     // Default thresholds: 40 MiB above the peak is far below 1 GiB, so only the OOM
     // counts. Its 30 MiB request (large pool, stream 0) fits in neither 20 MiB hole of
@@ -370,8 +370,8 @@ fn fragmentation_cost_is_the_saving_of_expandable_segments() {
     );
     let snap = load_bytes(json.as_bytes()).unwrap();
     let model = RankModel::new("rank0.json", &snap, 0);
-    assert_eq!(model.allocs.peak_reserved, i128::from(90 * MIB));
-    assert_eq!(model.allocs.peak_allocated, 60 * MIB);
+    assert_eq!(model.allocs().peak_reserved, i128::from(90 * MIB));
+    assert_eq!(model.allocs().peak_allocated, 60 * MIB);
     let th = Thresholds {
         fragmentation_min_excess_bytes: 16 * MIB,
         ..Thresholds::default()
