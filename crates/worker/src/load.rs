@@ -241,14 +241,14 @@ pub async fn load(
         .into_iter()
         .map(|device| {
             let t = now_ms();
-            let model = DeviceModel::new(&snap, Allocations::replay(&snap, device));
+            let model = Arc::new(DeviceModel::new(&snap, Allocations::replay(&snap, device)));
             let t2 = now_ms();
-            let index = TimelineIndex::new(&snap, &model.allocs);
+            let index = TimelineIndex::from_model(&snap, Arc::clone(&model));
             replay_ms += t2 - t;
             index_ms += now_ms() - t2;
             Device {
                 device,
-                model: Arc::new(model),
+                model,
                 index,
                 analysis: None,
                 lens: Default::default(),
