@@ -8,7 +8,8 @@
 //!
 //! # Moments
 //!
-//! As in the timeline (`memscope-render`'s `TimelineIndex`): moment 0 is the start of
+//! The device's [`DeviceModel`] defines them, for the timeline as for every query here
+//! (the analysis shares that model, built once per device): moment 0 is the start of
 //! the window, moment `k + 1` the state after trace entry `k` of the device (entries
 //! counted within the device's trace), so there are `events + 1` moments. An
 //! allocation is live at moments `start ≤ m < end`; `docs/semantics.md` defines when
