@@ -8,12 +8,13 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use memscope_allocator::{replay, validate, what_if_configs, Config, ReplayInput};
 use memscope_analysis::DeviceAnalysis;
 use memscope_snapshot::units::format_bytes;
-use memscope_snapshot::{load_reader, Allocations};
+use memscope_snapshot::{load_reader, DeviceModel};
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -34,15 +35,15 @@ fn main() {
         let (recorded, _) = Config::recorded(&snap);
         for device in snap.devices() {
             let t = Instant::now();
-            let allocs = Allocations::replay(&snap, device);
-            let analysis = DeviceAnalysis::new(&snap, &allocs);
+            let model = Arc::new(DeviceModel::replay(&snap, device));
+            let analysis = DeviceAnalysis::from_model(&snap, model);
             println!(
                 "  {:<52} {:>9.1} ms",
-                "Allocations + DeviceAnalysis (built anyway)",
+                "DeviceModel + DeviceAnalysis (built anyway)",
                 ms(t)
             );
             let t = Instant::now();
-            let input = ReplayInput::new(&snap, &allocs, &analysis);
+            let input = ReplayInput::new(&snap, &analysis);
             println!(
                 "  device {device}: {} entries, {} allocations, {} operations",
                 input.entries,

@@ -162,9 +162,10 @@ pub struct ReplayInput {
 }
 
 impl ReplayInput {
-    /// Prepares device `allocs.device` of `snap`; `analysis` is its
-    /// [`DeviceAnalysis`]. O(entries + allocations · log).
-    pub fn new(snap: &Snapshot, allocs: &Allocations, analysis: &DeviceAnalysis) -> ReplayInput {
+    /// Prepares the device of `analysis` (of `snap`), reading the allocations of the
+    /// device model it shares. O(entries + allocations · log).
+    pub fn new(snap: &Snapshot, analysis: &DeviceAnalysis) -> ReplayInput {
+        let allocs: &Allocations = &analysis.model().allocs;
         let trace = allocs.trace.clone();
         let ev = &snap.events;
         let stream_value = |code: u32| snap.streams.get(code as usize).copied().unwrap_or(0);

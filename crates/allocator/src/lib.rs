@@ -107,15 +107,16 @@ pub use replay::{replay, AddressChecks, PredictedOom, Replay};
 pub use validate::{validate, Validation};
 
 use memscope_analysis::DeviceAnalysis;
-use memscope_snapshot::{Allocations, Snapshot};
+use std::sync::Arc;
+
+use memscope_snapshot::{DeviceModel, Snapshot};
 
 impl ReplayInput {
-    /// Prepares `device` of `snap`, building its allocations and analysis (use
+    /// Prepares `device` of `snap`, building its model and analysis (use
     /// [`ReplayInput::new`] when they exist already).
     pub fn from_snapshot(snap: &Snapshot, device: i32) -> ReplayInput {
-        let allocs = Allocations::replay(snap, device);
-        let analysis = DeviceAnalysis::new(snap, &allocs);
-        ReplayInput::new(snap, &allocs, &analysis)
+        let model = Arc::new(DeviceModel::replay(snap, device));
+        ReplayInput::new(snap, &DeviceAnalysis::from_model(snap, model))
     }
 }
 

@@ -1,4 +1,5 @@
-//! Times `DeviceAnalysis::new` and every query on snapshot files.
+//! Times `DeviceAnalysis::from_model` (on the device model the worker builds once) and
+//! every query on snapshot files.
 //!
 //! ```text
 //! cargo run --release -p memscope-analysis --example query_speed -- /tmp/ms-bench/small.pickle
@@ -6,10 +7,11 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use memscope_analysis::{DeviceAnalysis, Direction, SearchKind, SortKey};
-use memscope_snapshot::{load_reader, Allocations};
+use memscope_snapshot::{load_reader, Allocations, DeviceModel};
 
 fn time<T>(label: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
@@ -34,8 +36,11 @@ fn main() {
             let allocs = time("Allocations::replay (not part of it)", || {
                 Allocations::replay(&snap, device)
             });
-            let mut a = time("DeviceAnalysis::new", || {
-                DeviceAnalysis::new(&snap, &allocs)
+            let model = time("DeviceModel::new (shared, not part of it)", || {
+                Arc::new(DeviceModel::new(&snap, allocs))
+            });
+            let mut a = time("DeviceAnalysis::from_model", || {
+                DeviceAnalysis::from_model(&snap, model)
             });
             let n = a.event_count();
             println!(

@@ -39,8 +39,8 @@ pub struct EventRow {
 impl DeviceAnalysis {
     /// Rows `first..first + count` of the device's trace (clipped to it). O(count · log n).
     pub fn events_page(&self, snap: &Snapshot, first: u32, count: u32) -> Vec<EventRow> {
-        let lo = first.min(self.events);
-        let hi = lo.saturating_add(count).min(self.events);
+        let lo = first.min(self.model.events);
+        let hi = lo.saturating_add(count).min(self.model.events);
         (lo..hi).map(|k| self.event_row(snap, k)).collect()
     }
 
@@ -56,7 +56,7 @@ impl DeviceAnalysis {
             action: snap.action_name(e).to_owned(),
             addr: ev.addr[e],
             size_bytes: ev.size[e],
-            time_us: match (t, self.first_time_us) {
+            time_us: match (t, self.model.first_time_us) {
                 (NO_TIME, _) | (_, None) => None,
                 (t, Some(t0)) => Some(t.saturating_sub(t0)),
             },
@@ -72,7 +72,7 @@ impl DeviceAnalysis {
     /// The allocation entry `k` of the device's trace belongs to (see
     /// [`EventRow::allocation`]). O(log n), O(log n + live) for `annotate`.
     pub fn allocation_of_event(&self, snap: &Snapshot, k: u32) -> Option<u32> {
-        if k >= self.events {
+        if k >= self.model.events {
             return None;
         }
         let e = (self.trace.start + k) as usize;
@@ -84,12 +84,12 @@ impl DeviceAnalysis {
         match snap.action(e) {
             Action::Alloc => {
                 // Traced allocations are numbered in trace order: ids 0..traced.
-                let traced = self.size.len() - self.before as usize;
-                let i = self.start[..traced].partition_point(|&s| s < m);
-                (i < traced && self.start[i] == m).then_some(i as u32)
+                let traced = self.model.allocs.size.len() - self.model.before as usize;
+                let i = self.model.start[..traced].partition_point(|&s| s < m);
+                (i < traced && self.model.start[i] == m).then_some(i as u32)
             }
-            Action::FreeRequested => find(&self.by_pending, &self.pending),
-            Action::FreeCompleted | Action::Free => find(&self.by_end, &self.end),
+            Action::FreeRequested => find(&self.by_pending, &self.model.pending),
+            Action::FreeCompleted | Action::Free => find(&self.by_end, &self.model.end),
             Action::Annotate => {
                 let addr = snap.events.addr[e];
                 let mut hit = None;
@@ -98,7 +98,7 @@ impl DeviceAnalysis {
                         hit = run
                             .iter()
                             .copied()
-                            .find(|&id| self.addr[id as usize] == addr);
+                            .find(|&id| self.model.allocs.addr[id as usize] == addr);
                     }
                 });
                 hit

@@ -8,7 +8,8 @@
 //!
 //! # Moments
 //!
-//! As in the timeline (`memscope-render`'s `TimelineIndex`): moment 0 is the start of
+//! The device's [`DeviceModel`] defines them, for the timeline as for every query here
+//! (the analysis shares that model, built once per device): moment 0 is the start of
 //! the window, moment `k + 1` the state after trace entry `k` of the device (entries
 //! counted within the device's trace), so there are `events + 1` moments. An
 //! allocation is live at moments `start ≤ m < end`; `docs/semantics.md` defines when
@@ -76,7 +77,9 @@ mod table;
 use std::ops::Range;
 
 use memscope_snapshot::frames::NO_STACK_LABEL;
-use memscope_snapshot::{Allocations, Snapshot, SparseEvents, StackId, NONE, NO_TIME};
+use std::sync::Arc;
+
+use memscope_snapshot::{Allocations, DeviceModel, Snapshot, SparseEvents, StackId, NONE};
 
 pub use events::EventRow;
 pub use pools::{PoolEnvelope, PoolStripe};
@@ -95,30 +98,16 @@ use sites::Sites;
 use stab::StabIndex;
 
 /// Marks an absent moment (no `free_requested`).
-pub const NO_MOMENT: u32 = u32::MAX;
+pub use memscope_snapshot::NO_MOMENT;
 
 /// One device's snapshot, indexed for queries. See the crate docs.
 #[derive(Clone, Debug)]
 pub struct DeviceAnalysis {
-    device: i32,
+    /// The device's model (allocations, their moments, curves, clock), shared with the
+    /// other views of the device.
+    model: Arc<DeviceModel>,
     /// The device's entries in [`Snapshot::events`].
     trace: Range<u32>,
-    /// `trace.len()`.
-    events: u32,
-    /// Allocations made before the window (the last `before` ids).
-    before: u32,
-    first_time_us: Option<i64>,
-    /// The entries whose time on the axis is not their own `time_us − first_time_us`
-    /// (absent, or earlier than a previous entry's): `(entry, µs)`, by entry. Empty
-    /// for a well-formed trace, so the axis costs no memory per entry.
-    time_fixes: Vec<(u32, i64)>,
-    // Allocations by id (the `Allocations` index).
-    addr: Vec<u64>,
-    size: Vec<u64>,
-    start: Vec<u32>,
-    pending: Vec<u32>,
-    end: Vec<u32>,
-    stack: Vec<StackId>,
     /// `(id, block size)` of allocations holding a block of the snapshot, by id.
     block_size: Vec<(u32, u64)>,
     /// Lifetimes `[start, end − 1]` of every allocation.
@@ -137,44 +126,30 @@ pub struct DeviceAnalysis {
 }
 
 impl DeviceAnalysis {
-    /// Indexes the device of `allocs` (from [`Allocations::replay`] on `snap`).
-    /// O(events + allocations + segment pieces · log) time; about 48 bytes per
-    /// allocation, plus the segment pieces and the call-site labels (nothing per trace
-    /// entry: times are read from `snap` when asked for).
+    /// Indexes the device of `allocs` (from [`Allocations::replay`] on `snap`), deriving
+    /// its [`DeviceModel`]; a caller that keeps one uses [`DeviceAnalysis::from_model`].
     pub fn new(snap: &Snapshot, allocs: &Allocations) -> DeviceAnalysis {
+        DeviceAnalysis::from_model(snap, Arc::new(DeviceModel::new(snap, allocs.clone())))
+    }
+
+    /// Indexes the device of `model` (of `snap`), sharing it.
+    /// O(events + allocations + segment pieces · log) time; about 20 bytes per
+    /// allocation beside the model, plus the segment pieces and the call-site labels
+    /// (nothing per trace entry).
+    pub fn from_model(snap: &Snapshot, model: Arc<DeviceModel>) -> DeviceAnalysis {
+        let allocs = &model.allocs;
         let trace = allocs.trace.clone();
-        let n = trace.len() as u32;
+        let n = model.events;
         let count = allocs.len();
-        let traced = allocs
-            .alloc_event
+        let traced = count - model.before as usize;
+        let (start, pending, end) = (&model.start, &model.pending, &model.end);
+        let block_size: Vec<(u32, u64)> = allocs
+            .block
             .iter()
-            .take_while(|&&e| e != NONE)
-            .count();
-        let local = |e: u32| e.saturating_sub(trace.start) + 1;
-        let mut start = Vec::with_capacity(count);
-        let mut pending = Vec::with_capacity(count);
-        let mut end = Vec::with_capacity(count);
-        let mut block_size = Vec::new();
-        for id in 0..count {
-            start.push(match allocs.alloc_event[id] {
-                NONE => 0,
-                e => local(e),
-            });
-            pending.push(match allocs.free_requested_event[id] {
-                NONE => NO_MOMENT,
-                e => local(e),
-            });
-            end.push(match allocs.free_event[id] {
-                NONE => n + 1,
-                e => local(e),
-            });
-            let b = allocs.block[id];
-            if b != NONE {
-                if let Some(&size) = snap.blocks.size.get(b as usize) {
-                    block_size.push((id as u32, size));
-                }
-            }
-        }
+            .enumerate()
+            .filter(|&(_, &b)| b != NONE)
+            .filter_map(|(id, &b)| Some((id as u32, *snap.blocks.size.get(b as usize)?)))
+            .collect();
 
         // Ranks (stacking order, sorted by start): made before the window, then traced.
         let by_start: Vec<u32> = (traced as u32..count as u32)
@@ -202,21 +177,6 @@ impl DeviceAnalysis {
                 .filter(|&id| pending[id as usize] != NO_MOMENT)
                 .collect();
 
-        // Times.
-        let times = &snap.events.time_us[trace.start as usize..trace.end as usize];
-        let first_time_us = times.iter().copied().find(|&t| t != NO_TIME);
-        let mut time_fixes = Vec::new();
-        if let Some(t0) = first_time_us {
-            let mut prev = 0i64;
-            for (k, &t) in times.iter().enumerate() {
-                let own = (t != NO_TIME).then(|| t.saturating_sub(t0));
-                match own {
-                    Some(rel) if rel >= prev => prev = rel,
-                    _ => time_fixes.push((k as u32, prev)),
-                }
-            }
-        }
-
         // Call-site labels of every stack shown: allocations' and entries'.
         let mut sites = Sites::new(snap);
         for &s in &allocs.stack {
@@ -233,18 +193,8 @@ impl DeviceAnalysis {
         let rounding = RoundingRule::of(snap);
         let settings = AllocatorSettings::of(snap);
         let mut analysis = DeviceAnalysis {
-            device: allocs.device,
+            model,
             trace,
-            events: n,
-            before: (count - traced) as u32,
-            first_time_us,
-            time_fixes,
-            addr: allocs.addr.clone(),
-            size: allocs.size.clone(),
-            start,
-            pending,
-            end,
-            stack: allocs.stack.clone(),
             block_size,
             alloc_index,
             by_end,
@@ -257,29 +207,29 @@ impl DeviceAnalysis {
             ooms: Vec::new(),
             cache: table::Cache::default(),
         };
-        analysis.pools = pools::Pools::new(snap, allocs, &analysis);
+        analysis.pools = pools::Pools::new(snap, &analysis.model.allocs, &analysis);
         analysis.ooms = analysis.find_ooms(snap);
         analysis
     }
 
     /// The device.
     pub fn device(&self) -> i32 {
-        self.device
+        self.model.allocs.device
     }
 
     /// The number of trace entries of the device.
     pub fn event_count(&self) -> u32 {
-        self.events
+        self.model.events
     }
 
     /// The number of moments: `event_count() + 1`.
     pub fn moment_count(&self) -> u32 {
-        self.events + 1
+        self.model.events + 1
     }
 
     /// The number of allocations.
     pub fn allocation_count(&self) -> usize {
-        self.size.len()
+        self.model.allocs.size.len()
     }
 
     /// The moment entry `k` leads to (the state after it): `k + 1`.
@@ -290,31 +240,30 @@ impl DeviceAnalysis {
     /// The entry that leads to moment `m` (`None` for moment 0, the start, and past the
     /// end).
     pub fn event_of_moment(&self, m: u32) -> Option<u32> {
-        m.checked_sub(1).filter(|&k| k < self.events)
+        m.checked_sub(1).filter(|&k| k < self.model.events)
     }
 
     /// The `time_us` the relative times count from (the first entry that has one).
     pub fn first_time_us(&self) -> Option<i64> {
-        self.first_time_us
+        self.model.first_time_us
     }
 
     /// The time of moment `m` in µs since the first entry: that of the entry leading to
     /// it (moment 0 takes the first entry's; moments past the end the last's); entries
     /// without a time take the previous one's, and times never decrease. `None`
-    /// without times. `snap` is the snapshot given to [`DeviceAnalysis::new`]. O(1)
-    /// for a well-formed trace (O(log f) with f entries out of order or without time).
-    pub fn moment_time_us(&self, snap: &Snapshot, m: u32) -> Option<i64> {
-        let t0 = self.first_time_us?;
-        let k = m.saturating_sub(1).min(self.events.checked_sub(1)?);
-        match self.time_fixes.binary_search_by_key(&k, |&(e, _)| e) {
-            Ok(i) => Some(self.time_fixes[i].1),
-            Err(_) => Some(snap.events.time_us[(self.trace.start + k) as usize].saturating_sub(t0)),
-        }
+    /// without times. O(1).
+    pub fn moment_time_us(&self, m: u32) -> Option<i64> {
+        self.model.moment_time_us(m)
+    }
+
+    /// The device's model, shared.
+    pub fn model(&self) -> &Arc<DeviceModel> {
+        &self.model
     }
 
     /// Whether the trace has times (`time_us`, torch ≥ ~2.2).
     pub fn has_time(&self) -> bool {
-        self.first_time_us.is_some()
+        self.model.first_time_us.is_some()
     }
 
     /// Every call-site label; rows refer to them by index (`site`).
@@ -324,7 +273,7 @@ impl DeviceAnalysis {
 
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: u32) -> &str {
-        match self.stack.get(id as usize) {
+        match self.model.allocs.stack.get(id as usize) {
             Some(&s) => self.sites.label(self.sites.of(s)),
             None => NO_STACK_LABEL,
         }
@@ -333,43 +282,47 @@ impl DeviceAnalysis {
     /// The stacking rank of allocation `id` (made before the window first, then in
     /// trace order — the timeline's order).
     pub fn rank(&self, id: u32) -> u32 {
-        let traced = self.size.len() as u32 - self.before;
+        let traced = self.model.allocs.size.len() as u32 - self.model.before;
         if id >= traced {
             id - traced
         } else {
-            id + self.before
+            id + self.model.before
         }
     }
 
     /// The allocation at stacking rank `rank`.
     pub fn id_of_rank(&self, rank: u32) -> u32 {
-        let traced = self.size.len() as u32 - self.before;
-        if rank < self.before {
+        let traced = self.model.allocs.size.len() as u32 - self.model.before;
+        if rank < self.model.before {
             rank + traced
         } else {
-            rank - self.before
+            rank - self.model.before
         }
     }
 
     /// Lifetime of allocation `id` in moments: `(start, pending or NO_MOMENT, end)`.
     pub fn lifetime(&self, id: u32) -> (u32, u32, u32) {
         let i = id as usize;
-        (self.start[i], self.pending[i], self.end[i])
+        (
+            self.model.start[i],
+            self.model.pending[i],
+            self.model.end[i],
+        )
     }
 
     /// The address of allocation `id`.
     pub fn address(&self, id: u32) -> u64 {
-        self.addr[id as usize]
+        self.model.allocs.addr[id as usize]
     }
 
     /// Requested bytes of allocation `id`.
     pub fn size_bytes(&self, id: u32) -> u64 {
-        self.size[id as usize]
+        self.model.allocs.size[id as usize]
     }
 
     /// The call stack of allocation `id`.
     pub fn stack(&self, id: u32) -> StackId {
-        self.stack[id as usize]
+        self.model.allocs.stack[id as usize]
     }
 
     /// The block size of allocation `id`: the snapshot block's when it holds one (live
@@ -378,7 +331,11 @@ impl DeviceAnalysis {
     pub fn rounded_size(&self, id: u32) -> (u64, bool) {
         match self.block_size.binary_search_by_key(&id, |&(i, _)| i) {
             Ok(i) => (self.block_size[i].1, false),
-            Err(_) => (self.rounding.round_size(self.size[id as usize]), true),
+            Err(_) => (
+                self.rounding
+                    .round_size(self.model.allocs.size[id as usize]),
+                true,
+            ),
         }
     }
 
@@ -389,7 +346,7 @@ impl DeviceAnalysis {
 
     /// Calls `found` with runs of the allocations live at moment `m`.
     pub(crate) fn stab_live(&self, m: u32, found: impl FnMut(&[u32])) {
-        let (start, end) = (&self.start, &self.end);
+        let (start, end) = (&self.model.start, &self.model.end);
         self.alloc_index.stab(
             u64::from(m),
             |id| u64::from(start[id as usize]),
@@ -410,18 +367,10 @@ impl DeviceAnalysis {
         self.segments.reserved_at(m)
     }
 
-    /// Bytes held on the heap by the indexes (for memory reports).
+    /// Bytes held on the heap by the indexes (for memory reports; the shared model is
+    /// not counted).
     pub fn heap_bytes(&self) -> usize {
-        self.time_fixes.capacity() * 16
-            + self.addr.capacity() * 8
-            + self.size.capacity() * 8
-            + (self.start.capacity()
-                + self.pending.capacity()
-                + self.end.capacity()
-                + self.stack.capacity()
-                + self.by_end.capacity()
-                + self.by_pending.capacity())
-                * 4
+        (self.by_end.capacity() + self.by_pending.capacity()) * 4
             + self.block_size.capacity() * 16
             + self.alloc_index.heap_bytes()
             + self.sites.heap_bytes()

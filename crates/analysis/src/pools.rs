@@ -106,13 +106,13 @@ pub(crate) struct Pools {
 
 impl Pools {
     pub(crate) fn new(snap: &Snapshot, allocs: &Allocations, a: &DeviceAnalysis) -> Pools {
-        let ranges = snapshot_ranges(snap, a.device);
+        let ranges = snapshot_ranges(snap, a.model.allocs.device);
         let trace = a.trace.clone();
         let ev = &snap.events;
         let mut keys = PoolKeys::default();
 
         let mut snapshot_reserved: Vec<u64> = Vec::new();
-        for s in snap.segments_on(a.device) {
+        for s in snap.segments_on(a.model.allocs.device) {
             let pool = snap.segments.pool_id[s];
             if pool != DEFAULT_POOL {
                 let k = keys.of(pool, stream_value(snap, snap.segments.stream[s])) as usize;
@@ -129,7 +129,7 @@ impl Pools {
         }
         // Segment entries of private pools: (moment, key, signed size).
         let mut segment_steps: Vec<(u32, u32, i128)> = Vec::new();
-        for k in 0..a.events {
+        for k in 0..a.model.events {
             let e = (trace.start + k) as usize;
             let action = snap.action(e);
             let sign = action.reserved_sign();
@@ -153,7 +153,7 @@ impl Pools {
             }
         }
         // Pools of allocations.
-        let count = a.size.len();
+        let count = a.model.allocs.size.len();
         let mut pool_of = vec![NONE; count];
         let containing = a.containing_pieces();
         for id in 0..count {
@@ -168,7 +168,7 @@ impl Pools {
             let piece = containing[id];
             let pool = own
                 .or_else(|| (piece != NONE).then(|| a.segments.pool[piece as usize]))
-                .or_else(|| find_pool(&ranges, a.addr[id]))
+                .or_else(|| find_pool(&ranges, a.model.allocs.addr[id]))
                 .unwrap_or(DEFAULT_POOL);
             if pool == DEFAULT_POOL {
                 continue;
@@ -201,13 +201,13 @@ impl Pools {
         for (k, ids) in ids_of.iter().enumerate() {
             for &id in ids {
                 let (start, _, end) = a.lifetime(id);
-                let size = i128::from(a.size[id as usize]);
+                let size = i128::from(a.model.allocs.size[id as usize]);
                 if start == 0 {
-                    initial_active[k] += a.size[id as usize];
+                    initial_active[k] += a.model.allocs.size[id as usize];
                 } else {
                     steps_of[k].push((start, 0, size));
                 }
-                if end <= a.events {
+                if end <= a.model.events {
                     steps_of[k].push((end, 0, -size));
                 }
             }
@@ -312,7 +312,7 @@ impl DeviceAnalysis {
         if self.pools.pool_of.is_empty() {
             return Vec::new();
         }
-        let m = m.min(self.events);
+        let m = m.min(self.model.events);
         let mut ids = Vec::new();
         self.stab_live(m, |run| {
             ids.extend(
@@ -325,12 +325,12 @@ impl DeviceAnalysis {
         let mut offset = 0u64;
         ids.into_iter()
             .map(|id| {
-                let size = self.size[id as usize];
+                let size = self.model.allocs.size[id as usize];
                 let stripe = PoolStripe {
                     id,
                     offset_bytes: offset,
                     size_bytes: size,
-                    pending_free: self.pending[id as usize] <= m,
+                    pending_free: self.model.pending[id as usize] <= m,
                 };
                 offset = offset.saturating_add(size);
                 stripe
@@ -342,7 +342,7 @@ impl DeviceAnalysis {
     /// or [`NONE`]. A sweep over moments: O((allocations + pieces) · log pieces).
     pub(crate) fn containing_pieces(&self) -> Vec<u32> {
         let seg = &self.segments;
-        let count = self.size.len();
+        let count = self.model.allocs.size.len();
         let mut out = vec![NONE; count];
         let mut by_start: Vec<u32> = (0..seg.len() as u32).collect();
         by_start.sort_unstable_by_key(|&p| seg.start[p as usize]);
@@ -352,7 +352,7 @@ impl DeviceAnalysis {
         let (mut next_start, mut next_end) = (0, 0);
         for rank in 0..count as u32 {
             let id = self.id_of_rank(rank);
-            let m = self.start[id as usize];
+            let m = self.model.start[id as usize];
             while next_start < by_start.len() && seg.start[by_start[next_start] as usize] <= m {
                 let p = by_start[next_start];
                 live.insert(seg.addr[p as usize], p);
@@ -365,7 +365,7 @@ impl DeviceAnalysis {
                 }
                 next_end += 1;
             }
-            let addr = self.addr[id as usize];
+            let addr = self.model.allocs.addr[id as usize];
             if let Some((_, &p)) = live.range(..=addr).next_back() {
                 if addr - seg.addr[p as usize] < seg.size[p as usize] {
                     out[id as usize] = p;

@@ -122,23 +122,30 @@ impl DeviceAnalysis {
     /// last moment), with the `top` stacks by bytes of each group. O(log n + k) for the
     /// k allocations involved (plus O(s log s) for their s distinct stacks).
     pub fn range(&self, m0: u32, m1: u32, top: usize) -> RangeSummary {
-        let (m0, m1) = (m0.min(m1).min(self.events), m0.max(m1).min(self.events));
+        let (m0, m1) = (
+            m0.min(m1).min(self.model.events),
+            m0.max(m1).min(self.model.events),
+        );
         let mut alive = Vec::new();
         self.stab_live(m0, |run| {
-            alive.extend(run.iter().copied().filter(|&id| self.end[id as usize] > m1));
+            alive.extend(
+                run.iter()
+                    .copied()
+                    .filter(|&id| self.model.end[id as usize] > m1),
+            );
         });
         // Started in (m0, m1]: a run of ranks (ranks are sorted by start).
-        let count = self.size.len() as u32;
-        let start_of_rank = |r: u32| self.start[self.id_of_rank(r) as usize];
+        let count = self.model.allocs.size.len() as u32;
+        let start_of_rank = |r: u32| self.model.start[self.id_of_rank(r) as usize];
         let first = partition_point(count, |r| start_of_rank(r) <= m0);
         let last = partition_point(count, |r| start_of_rank(r) <= m1);
         let allocated: Vec<u32> = (first..last).map(|r| self.id_of_rank(r)).collect();
         let lo = self
             .by_end
-            .partition_point(|&id| self.end[id as usize] <= m0);
+            .partition_point(|&id| self.model.end[id as usize] <= m0);
         let hi = self
             .by_end
-            .partition_point(|&id| self.end[id as usize] <= m1);
+            .partition_point(|&id| self.model.end[id as usize] <= m1);
         RangeSummary {
             m0,
             m1,
@@ -152,9 +159,11 @@ impl DeviceAnalysis {
         let mut per_stack: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
         let mut bytes = 0u64;
         for &id in ids {
-            let size = self.size[id as usize];
+            let size = self.model.allocs.size[id as usize];
             bytes = bytes.saturating_add(size);
-            let entry = per_stack.entry(self.stack[id as usize].0).or_insert((0, 0));
+            let entry = per_stack
+                .entry(self.model.allocs.stack[id as usize].0)
+                .or_insert((0, 0));
             entry.0 += 1;
             entry.1 = entry.1.saturating_add(size);
         }
@@ -185,7 +194,7 @@ impl DeviceAnalysis {
     /// (made before the window first, then by allocation), with its offset: what the
     /// timeline stacks at `m`. O(log n + k log k).
     pub fn point(&self, m: u32) -> PointView {
-        let m = m.min(self.events);
+        let m = m.min(self.model.events);
         let mut ids = self.live_unsorted(m);
         ids.sort_unstable_by_key(|&id| self.rank(id));
         let mut offset = 0u64;
@@ -196,11 +205,11 @@ impl DeviceAnalysis {
                 let row = PointRow {
                     id,
                     offset_bytes: offset,
-                    size_bytes: self.size[i],
-                    pending_free: self.pending[i] <= m,
-                    site: self.sites.of(self.stack[i]),
+                    size_bytes: self.model.allocs.size[i],
+                    pending_free: self.model.pending[i] <= m,
+                    site: self.sites.of(self.model.allocs.stack[i]),
                 };
-                offset = offset.saturating_add(self.size[i]);
+                offset = offset.saturating_add(self.model.allocs.size[i]);
                 row
             })
             .collect();
@@ -214,9 +223,9 @@ impl DeviceAnalysis {
     /// Requested bytes live at moment `m`. O(log n + k).
     pub fn allocated_bytes(&self, m: u32) -> u64 {
         let mut total = 0u64;
-        self.stab_live(m.min(self.events), |run| {
+        self.stab_live(m.min(self.model.events), |run| {
             for &id in run {
-                total = total.saturating_add(self.size[id as usize]);
+                total = total.saturating_add(self.model.allocs.size[id as usize]);
             }
         });
         total
@@ -230,27 +239,27 @@ impl DeviceAnalysis {
     pub(crate) fn find_ooms(&self, snap: &Snapshot) -> Vec<OomEvent> {
         let ev = &snap.events;
         let mut out = Vec::new();
-        for k in 0..self.events {
+        for k in 0..self.model.events {
             let e = (self.trace.start + k) as usize;
             if snap.action(e) != Action::Oom {
                 continue;
             }
             let m = k + 1;
             let mut live = self.live_unsorted(m);
-            let live_bytes = live
-                .iter()
-                .fold(0u64, |s, &id| s.saturating_add(self.size[id as usize]));
+            let live_bytes = live.iter().fold(0u64, |s, &id| {
+                s.saturating_add(self.model.allocs.size[id as usize])
+            });
             let live_allocations = live.len() as u64;
             live.sort_unstable_by(|&a, &b| {
-                self.size[b as usize]
-                    .cmp(&self.size[a as usize])
+                self.model.allocs.size[b as usize]
+                    .cmp(&self.model.allocs.size[a as usize])
                     .then(self.rank(a).cmp(&self.rank(b)))
             });
             live.truncate(OOM_LARGEST);
             out.push(OomEvent {
                 event: k,
                 moment: m,
-                time_us: self.moment_time_us(snap, m),
+                time_us: self.moment_time_us(m),
                 requested_bytes: ev.size[e],
                 device_free_bytes: SparseEvents::find(&ev.sparse.device_free, e as u32),
                 stream: DeviceAnalysis::stream_of_event(snap, e),
@@ -269,11 +278,11 @@ impl DeviceAnalysis {
     /// Allocation `id` with its call site, for reports.
     pub fn live_allocation(&self, id: u32) -> LiveAllocation {
         let i = id as usize;
-        let site = self.sites.of(self.stack[i]);
+        let site = self.sites.of(self.model.allocs.stack[i]);
         LiveAllocation {
             id,
-            address: self.addr[i],
-            size_bytes: self.size[i],
+            address: self.model.allocs.addr[i],
+            size_bytes: self.model.allocs.size[i],
             site,
             call_site: self.sites.label(site).to_owned(),
         }

@@ -170,18 +170,18 @@ impl DeviceAnalysis {
     /// The last byte of allocation `id` (its address for a 0-byte allocation).
     fn last_byte(&self, id: u32) -> u64 {
         let i = id as usize;
-        self.addr[i].saturating_add(self.size[i].max(1) - 1)
+        self.model.allocs.addr[i].saturating_add(self.model.allocs.size[i].max(1) - 1)
     }
 
     fn build_address_index(&mut self) {
         if self.cache.by_address.is_none() {
-            let n = self.size.len() as u32;
-            let by_lo = sort_ids_by_key((0..n).collect(), |id| self.addr[id as usize]);
+            let n = self.model.allocs.size.len() as u32;
+            let by_lo = sort_ids_by_key((0..n).collect(), |id| self.model.allocs.addr[id as usize]);
             let by_hi = sort_ids_by_key((0..n).collect(), |id| self.last_byte(id));
             let index = StabIndex::build(
                 &by_lo,
                 &by_hi,
-                |id| self.addr[id as usize],
+                |id| self.model.allocs.addr[id as usize],
                 |id| self.last_byte(id),
             );
             self.cache.by_address = Some(AddressIndex { index });
@@ -217,7 +217,7 @@ impl DeviceAnalysis {
                 let Some(AddressIndex { index }) = &self.cache.by_address else {
                     return Ok(result);
                 };
-                let (addr, size) = (&self.addr, &self.size);
+                let (addr, size) = (&self.model.allocs.addr, &self.model.allocs.size);
                 let last = |id: u32| {
                     let i = id as usize;
                     addr[i].saturating_add(size[i].max(1) - 1)
@@ -233,9 +233,9 @@ impl DeviceAnalysis {
             SearchKind::Size => {
                 let q = parse_size(text)?;
                 result.size = Some(q);
-                self.ensure_order(snap, SortKey::Size, Direction::Ascending);
+                self.ensure_order(SortKey::Size, Direction::Ascending);
                 let order = self.cached_order(SortKey::Size, Direction::Ascending);
-                let sizes = &self.size;
+                let sizes = &self.model.allocs.size;
                 let lo = order.partition_point(|&id| sizes[id as usize] < q.lo_bytes);
                 let hi = order.partition_point(|&id| sizes[id as usize] < q.hi_bytes);
                 order[lo..hi.max(lo)].to_vec()

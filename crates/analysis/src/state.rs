@@ -144,10 +144,10 @@ impl DeviceAnalysis {
     /// Cost: O(log n + k log k) with k live allocations and segment pieces — the same
     /// at any moment.
     pub fn state_at(&self, m: u32) -> AllocatorState {
-        let m = m.min(self.events);
+        let m = m.min(self.model.events);
         let pieces = self.segments.live_at(m);
         let mut live = self.live_unsorted(m);
-        live.sort_unstable_by_key(|&id| (self.addr[id as usize], self.rank(id)));
+        live.sort_unstable_by_key(|&id| (self.model.allocs.addr[id as usize], self.rank(id)));
 
         // Segments: runs of pieces that continue one another.
         let mut segments: Vec<SegmentView> = Vec::new();
@@ -218,22 +218,22 @@ impl DeviceAnalysis {
                 (sv.address, sv.address.saturating_add(sv.size_bytes))
             };
             // Allocations below this segment are outside every segment.
-            while a < live.len() && self.addr[live[a] as usize] < lo {
+            while a < live.len() && self.model.allocs.addr[live[a] as usize] < lo {
                 unplaced.push(self.block_view(live[a], m, 0, u64::MAX, None));
                 a += 1;
             }
             let inside_start = a;
-            while a < live.len() && self.addr[live[a] as usize] < hi {
+            while a < live.len() && self.model.allocs.addr[live[a] as usize] < hi {
                 a += 1;
             }
             let inside = &live[inside_start..a];
             let sv = &mut segments[s];
             let mut cursor = lo;
             for (k, &id) in inside.iter().enumerate() {
-                let addr = self.addr[id as usize];
+                let addr = self.model.allocs.addr[id as usize];
                 let next = inside
                     .get(k + 1)
-                    .map(|&n| self.addr[n as usize])
+                    .map(|&n| self.model.allocs.addr[n as usize])
                     .filter(|&n| n > addr);
                 let block = self.block_view(id, m, lo, hi, next);
                 if addr > cursor {
@@ -299,7 +299,7 @@ impl DeviceAnalysis {
     /// block starting at `next` (if after it).
     fn block_view(&self, id: u32, m: u32, lo: u64, hi: u64, next: Option<u64>) -> BlockView {
         let i = id as usize;
-        let addr = self.addr[i];
+        let addr = self.model.allocs.addr[i];
         let (rounded, estimated) = self.rounded_size(id);
         let mut limit = hi.saturating_sub(addr);
         if estimated {
@@ -311,15 +311,15 @@ impl DeviceAnalysis {
             id,
             address: addr,
             offset_bytes: addr - lo,
-            size_bytes: self.size[i],
+            size_bytes: self.model.allocs.size[i],
             rounded_size_bytes: if estimated {
                 rounded.min(limit)
             } else {
                 rounded
             },
             rounded_estimated: estimated,
-            pending_free: self.pending[i] <= m,
-            site: self.sites.of(self.stack[i]),
+            pending_free: self.model.pending[i] <= m,
+            site: self.sites.of(self.model.allocs.stack[i]),
         }
     }
 }

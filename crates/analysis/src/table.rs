@@ -123,42 +123,42 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
 
 impl DeviceAnalysis {
     /// µs the allocation lived, clipped to the window.
-    fn lifetime_us(&self, snap: &Snapshot, id: u32) -> Option<i64> {
+    fn lifetime_us(&self, id: u32) -> Option<i64> {
         let (start, _, end) = self.lifetime(id);
-        Some(self.moment_time_us(snap, end)? - self.moment_time_us(snap, start)?)
+        Some(self.moment_time_us(end)? - self.moment_time_us(start)?)
     }
 
     /// The sort key of allocation `id`, as an order-preserving `u64`.
-    fn sort_value(&self, snap: &Snapshot, key: SortKey, id: u32) -> u64 {
+    fn sort_value(&self, key: SortKey, id: u32) -> u64 {
         let i = id as usize;
         let (start, _, end) = self.lifetime(id);
         let has_time = self.has_time();
         match key {
-            SortKey::Size => self.size[i],
+            SortKey::Size => self.model.allocs.size[i],
             SortKey::AllocTime => u64::from(start),
             SortKey::Lifetime => {
                 if has_time {
-                    self.lifetime_us(snap, id).map_or(0, |t| t.max(0) as u64)
+                    self.lifetime_us(id).map_or(0, |t| t.max(0) as u64)
                 } else {
                     u64::from(end - start)
                 }
             }
             SortKey::ByteTime => {
                 let span = if has_time {
-                    self.lifetime_us(snap, id).map_or(0.0, |t| t.max(0) as f64)
+                    self.lifetime_us(id).map_or(0.0, |t| t.max(0) as f64)
                 } else {
                     f64::from(end - start)
                 };
                 // Non-negative floats order like their bits.
-                (self.size[i] as f64 * span).to_bits()
+                (self.model.allocs.size[i] as f64 * span).to_bits()
             }
         }
     }
 
     /// Computes the order of `key` in `direction` unless cached: O(n log n) once.
-    pub(crate) fn ensure_order(&mut self, snap: &Snapshot, key: SortKey, direction: Direction) {
+    pub(crate) fn ensure_order(&mut self, key: SortKey, direction: Direction) {
         if !self.cache.orders.contains_key(&(key, direction)) {
-            let order = self.sorted_ids(snap, key, direction);
+            let order = self.sorted_ids(key, direction);
             self.cache.orders.insert((key, direction), order);
         }
     }
@@ -172,12 +172,12 @@ impl DeviceAnalysis {
             .map_or(&[], Vec::as_slice)
     }
 
-    fn sorted_ids(&self, snap: &Snapshot, key: SortKey, direction: Direction) -> Vec<u32> {
-        let count = self.size.len() as u32;
+    fn sorted_ids(&self, key: SortKey, direction: Direction) -> Vec<u32> {
+        let count = self.model.allocs.size.len() as u32;
         if key == SortKey::AllocTime {
             // Traced allocations each start at their own moment; those made before the
             // window all start at 0 and keep allocation order among themselves.
-            let traced = count - self.before;
+            let traced = count - self.model.before;
             return match direction {
                 Direction::Ascending => (0..count).map(|r| self.id_of_rank(r)).collect(),
                 Direction::Descending => (0..traced).rev().chain(traced..count).collect(),
@@ -186,7 +186,7 @@ impl DeviceAnalysis {
         // A stable sort of the ids in rank order: ties stay in allocation order.
         let by_rank: Vec<u32> = (0..count).map(|r| self.id_of_rank(r)).collect();
         sort_ids_by_key(by_rank, |id| {
-            let value = self.sort_value(snap, key, id);
+            let value = self.sort_value(key, id);
             match direction {
                 Direction::Ascending => value,
                 Direction::Descending => !value,
@@ -250,7 +250,7 @@ impl DeviceAnalysis {
             self.cache.filtered.push(entry);
         } else {
             self.stack_matches(snap, filter);
-            self.ensure_order(snap, key, direction);
+            self.ensure_order(key, direction);
             let matches = self
                 .cache
                 .filters
@@ -262,7 +262,7 @@ impl DeviceAnalysis {
                 .copied()
                 .filter(|&id| {
                     matches
-                        .get(self.stack[id as usize].0 as usize)
+                        .get(self.model.allocs.stack[id as usize].0 as usize)
                         .copied()
                         .unwrap_or(false)
                 })
@@ -296,7 +296,7 @@ impl DeviceAnalysis {
         let filter = normalise(filter);
         let (total, ids) = {
             let order = if filter.is_empty() {
-                self.ensure_order(snap, key, direction);
+                self.ensure_order(key, direction);
                 self.cached_order(key, direction)
             } else {
                 self.filtered_order(snap, key, direction, &filter)
@@ -309,35 +309,35 @@ impl DeviceAnalysis {
         TablePage {
             total_rows: total as u64,
             first,
-            rows: ids.iter().map(|&id| self.table_row(snap, id)).collect(),
+            rows: ids.iter().map(|&id| self.table_row(id)).collect(),
         }
     }
 
     /// The table row of allocation `id` (`snap`: the snapshot given to `new`).
-    pub fn table_row(&self, snap: &Snapshot, id: u32) -> TableRow {
+    pub fn table_row(&self, id: u32) -> TableRow {
         let i = id as usize;
         let (start, _, end) = self.lifetime(id);
-        let lifetime_us = self.lifetime_us(snap, id);
-        let site = self.sites.of(self.stack[i]);
+        let lifetime_us = self.lifetime_us(id);
+        let site = self.sites.of(self.model.allocs.stack[i]);
         TableRow {
             id,
-            address: self.addr[i],
-            size_bytes: self.size[i],
+            address: self.model.allocs.addr[i],
+            size_bytes: self.model.allocs.size[i],
             lifetime_us,
             lifetime_events: end - start,
-            byte_us: lifetime_us.map(|t| self.size[i] as f64 * t as f64),
+            byte_us: lifetime_us.map(|t| self.model.allocs.size[i] as f64 * t as f64),
             alloc_time_us: if start == 0 {
                 None
             } else {
-                self.moment_time_us(snap, start)
+                self.moment_time_us(start)
             },
-            free_time_us: if end > self.events {
+            free_time_us: if end > self.model.events {
                 None
             } else {
-                self.moment_time_us(snap, end)
+                self.moment_time_us(end)
             },
             before_window: start == 0,
-            live_at_end: end > self.events,
+            live_at_end: end > self.model.events,
             site,
             call_site: self.sites.label(site).to_owned(),
         }

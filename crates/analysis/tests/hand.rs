@@ -202,7 +202,7 @@ fn blocks_gaps_and_fragmentation() {
     assert_eq!((t.free_bytes, t.largest_free_bytes), (3584, 3584));
     assert_eq!(t.fragmentation, 0.0);
     assert!((t.pytorch_fragmentation - (3584.0f64 / 8192.0).powi(2)).abs() < 1e-12);
-    assert_eq!(a.moment_time_us(&snap, 5), Some(100));
+    assert_eq!(a.moment_time_us(5), Some(100));
 
     // At the end the gaps are the snapshot's inactive blocks.
     let s = a.state_at(7);
@@ -255,8 +255,8 @@ fn events_page_maps_entries_to_allocations() {
     assert_eq!(a.moment_of_event(4), 5);
     assert_eq!(a.event_of_moment(5), Some(4));
     assert_eq!(a.event_of_moment(0), None);
-    assert_eq!(a.moment_time_us(&snap, 0), Some(0));
-    assert_eq!(a.moment_time_us(&snap, 7), Some(210));
+    assert_eq!(a.moment_time_us(0), Some(0));
+    assert_eq!(a.moment_time_us(7), Some(210));
 }
 
 #[test]
@@ -430,8 +430,8 @@ fn allocations_made_before_the_window_stack_first() {
             .collect::<Vec<_>>(),
         [2, 1]
     );
-    assert_eq!(a.table_row(&snap, 1).alloc_time_us, None);
-    assert!(a.table_row(&snap, 1).before_window);
+    assert_eq!(a.table_row(1).alloc_time_us, None);
+    assert!(a.table_row(1).before_window);
     check_all_moments(&snap);
 }
 
@@ -714,7 +714,7 @@ fn missing_and_backward_times_are_filled_forward() {
             {"action": "free_completed", "addr": 4096, "size": 10, "stream": 0, "time_us": 1050}]]}"#,
     );
     let (_, mut a) = analyse(&snap);
-    let times: Vec<Option<i64>> = (0..=6).map(|m| a.moment_time_us(&snap, m)).collect();
+    let times: Vec<Option<i64>> = (0..=6).map(|m| a.moment_time_us(m)).collect();
     assert_eq!(
         times,
         [
@@ -732,7 +732,7 @@ fn missing_and_backward_times_are_filled_forward() {
     let rows = a.events_page(&snap, 0, 5);
     let raw: Vec<Option<i64>> = rows.iter().map(|r| r.time_us).collect();
     assert_eq!(raw, [None, Some(0), None, Some(-10), Some(50)]);
-    let row = a.table_row(&snap, 0);
+    let row = a.table_row(0);
     assert_eq!(
         (row.alloc_time_us, row.free_time_us, row.lifetime_us),
         (Some(0), Some(50), Some(50))
@@ -746,6 +746,6 @@ fn missing_and_backward_times_are_filled_forward() {
     );
     let (_, b) = analyse(&untimed);
     assert!(!b.has_time());
-    assert_eq!(b.moment_time_us(&untimed, 1), None);
-    assert_eq!(b.table_row(&untimed, 0).lifetime_us, None);
+    assert_eq!(b.moment_time_us(1), None);
+    assert_eq!(b.table_row(0).lifetime_us, None);
 }

@@ -67,8 +67,7 @@
 //!
 //! - *At an OOM* (key `oom-eK`): when no free block could serve the request (else the
 //!   allocator's own limits were in the way, not holes) and the cached free bytes would
-//!   have covered its shortfall (the request less the device's free bytes). Cost: the
-//!   free bytes that could not serve it.
+//!   have covered its shortfall (the request less the device's free bytes).
 //! - *At the peak* (key `peak-reserved`): peak reserved above peak allocated by at least
 //!   `fragmentation_min_excess_share` = 20 % of peak allocated and
 //!   `fragmentation_min_excess_bytes` = 1 GiB. The excess is memory the job reserved
@@ -80,11 +79,23 @@
 //!   of the real traces of the corpus far below this, and a uniform healthy job never
 //!   reaches it.
 //!
+//! **Cost.** Both state what the fragmentation cost as *recorded peak reserved − peak
+//! reserved with expandable segments*: the device's trace replayed through the caching
+//! allocator's model (`memscope-allocator`) with the recorded settings but
+//! `expandable_segments:True` and no device capacity (segments that grow in pages
+//! leave no holes between segments). The replay runs only for a rank with a
+//! fragmentation anomaly, once, so reports without one stay cheap; the unusable bytes
+//! (free bytes at the OOM, peak reserved − peak allocated at the peak) are kept in the
+//! evidence. A cost of 0 says the setting would not have lowered the peak.
+//!
 //! Both give the free bytes split by pool and stream, the largest piece the request
 //! could have used, and who left the holes: for each free gap, the allocations freed
 //! before the moment that last held its bytes (most recently freed first), grouped by
 //! call site and block size.
 
+use std::sync::Arc;
+
+use memscope_allocator::{replay, Config, ReplayInput};
 use memscope_analysis::{AllocatorState, DeviceAnalysis};
 use memscope_snapshot::units::{format_bytes, format_duration_us};
 use memscope_snapshot::{Action, Snapshot, SparseEvents, NONE};
@@ -427,8 +438,17 @@ pub struct FragmentationEvidence {
     pub peak_allocated_bytes: u64,
     /// Peak reserved bytes of the trace.
     pub peak_reserved_bytes: u64,
-    /// What it cost: the free bytes that could not serve the OOM's request, or peak
-    /// reserved − peak allocated.
+    /// The cached bytes that could not serve requests: the free bytes that could not
+    /// serve the OOM's request, or peak reserved − peak allocated.
+    pub unusable_bytes: u64,
+    /// Peak reserved bytes of the trace replayed by the caching allocator's model
+    /// (`memscope-allocator`) with the recorded settings but expandable segments on,
+    /// without a device capacity.
+    pub expandable_peak_reserved_bytes: u64,
+    /// Whether the trace was recorded with expandable segments already on.
+    pub expandable_recorded: bool,
+    /// What it cost: recorded peak reserved − peak reserved with expandable segments
+    /// (0 when the replay needs as much or more).
     pub cost_bytes: u64,
     /// Who left the holes, most bytes first.
     pub holes: Vec<HoleSource>,
@@ -512,12 +532,16 @@ fn ooms(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anoma
         let i = e as usize;
         let requested = snap.events.size[i];
         let device_free = SparseEvents::find(&snap.events.sparse.device_free, e);
-        let (allocated, reserved) = (tl.allocated[k], tl.reserved[k]);
+        let (allocated, reserved) = (tl.allocated()[k], tl.reserved_after(k));
         let held = model.sites_live_after(e);
         let live: u64 = held.iter().map(|h| h.ids.len() as u64).sum();
         let mut largest: Vec<(u64, u32)> = held
             .iter()
-            .flat_map(|h| h.ids.iter().map(|&id| (model.allocs.size[id as usize], id)))
+            .flat_map(|h| {
+                h.ids
+                    .iter()
+                    .map(|&id| (model.allocs().size[id as usize], id))
+            })
             .collect();
         largest.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         largest.truncate(th.top);
@@ -575,7 +599,7 @@ fn ooms(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anoma
                         id,
                         bytes,
                         site: model.site(id as usize).clone(),
-                        alloc_time_us: model.time_of_event(model.allocs.alloc_event[id as usize]),
+                        alloc_time_us: model.time_of_event(model.allocs().alloc_event[id as usize]),
                     })
                     .collect(),
             }),
@@ -591,7 +615,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         return;
     }
     let w_count = it.count();
-    let a = &model.allocs;
+    let a = model.allocs();
     // Retained allocations per site: (window, id).
     let mut retained: FxHashMap<u32, Vec<(usize, u32)>> = FxHashMap::default();
     for i in 0..a.len() {
@@ -820,7 +844,7 @@ fn hole_sources(
     }
     // (gap, end moment, id) of freed allocations overlapping a gap.
     let mut found: Vec<(usize, u32, u32)> = Vec::new();
-    for id in 0..model.allocs.len() as u32 {
+    for id in 0..model.allocs().len() as u32 {
         let (_, _, end) = analysis.lifetime(id);
         if end > m {
             continue;
@@ -892,8 +916,60 @@ fn holes_text(holes: &[HoleSource]) -> String {
 }
 
 fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
+    let found_from = out.len();
+    let analysis = fragmentation_found(snap, model, th, out);
+    let Some(analysis) = analysis.filter(|_| out.len() > found_from) else {
+        return;
+    };
+    // Only now, with something to report, replay the allocator (once per rank).
+    let input = ReplayInput::new(snap, &analysis);
+    let (recorded, _notes) = Config::recorded(snap);
+    let expandable = replay(
+        &input,
+        &Config {
+            expandable_segments: true,
+            capacity_bytes: None,
+            ..recorded.clone()
+        },
+    );
+    let peak_reserved = u64::try_from(model.allocs().peak_reserved.max(0)).unwrap_or(u64::MAX);
+    let cost = peak_reserved.saturating_sub(expandable.peak_reserved_bytes);
+    let sentence = if recorded.expandable_segments {
+        " Expandable segments were already on.".to_owned()
+    } else if cost == 0 {
+        format!(
+            " Replayed with expandable segments, reserved would have peaked at {}: no lower.",
+            format_bytes(expandable.peak_reserved_bytes)
+        )
+    } else {
+        format!(
+            " It cost {}: replayed with expandable segments, reserved would have peaked at \
+             {} instead of {}.",
+            format_bytes(cost),
+            format_bytes(expandable.peak_reserved_bytes),
+            format_bytes(peak_reserved)
+        )
+    };
+    for anomaly in &mut out[found_from..] {
+        if let Evidence::Fragmentation(ev) = &mut anomaly.evidence {
+            ev.expandable_peak_reserved_bytes = expandable.peak_reserved_bytes;
+            ev.expandable_recorded = recorded.expandable_segments;
+            ev.cost_bytes = cost;
+            anomaly.bytes = cost;
+            anomaly.summary.push_str(&sentence);
+        }
+    }
+}
+
+/// Finds fragmentation that cost memory (module docs), its cost not yet filled in.
+fn fragmentation_found(
+    snap: &Snapshot,
+    model: &RankModel,
+    th: &Thresholds,
+    out: &mut Vec<Anomaly>,
+) -> Option<DeviceAnalysis> {
     let tl = &model.timeline;
-    let a = &model.allocs;
+    let a = model.allocs();
     let ooms = tl.offsets_of(snap, Action::Oom);
     let peak_allocated = a.peak_allocated;
     let peak_reserved = u64::try_from(a.peak_reserved.max(0)).unwrap_or(u64::MAX);
@@ -902,16 +978,16 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
         && excess as f64 >= th.fragmentation_min_excess_share * peak_allocated as f64
         && excess >= th.fragmentation_min_excess_bytes;
     if ooms.is_empty() && !peak_case {
-        return;
+        return None;
     }
-    let analysis = DeviceAnalysis::new(snap, a);
+    let analysis = DeviceAnalysis::from_model(snap, Arc::clone(&model.device));
     let stream_of = |i: usize| {
         snap.streams
             .get(snap.events.stream[i] as usize)
             .copied()
             .unwrap_or(0)
     };
-    let evidence = |trigger, k: usize, request: Request, device_free, cost| {
+    let evidence = |trigger, k: usize, request: Request, device_free, unusable_bytes| {
         // The state just before entry k.
         let m = k as u32;
         let state = analysis.state_at(m);
@@ -930,7 +1006,10 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
             free_pieces: state.segments.iter().map(|s| s.free.len() as u64).sum(),
             peak_allocated_bytes: peak_allocated,
             peak_reserved_bytes: peak_reserved,
-            cost_bytes: cost,
+            unusable_bytes,
+            expandable_peak_reserved_bytes: 0,
+            expandable_recorded: false,
+            cost_bytes: 0,
             holes: hole_sources(&analysis, model, &state, m, th),
         }
     };
@@ -974,7 +1053,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
                 holes_text(&ev.holes),
             ),
             site: ev.holes.first().map(|h| h.site.clone()),
-            bytes: free,
+            bytes: 0,
             time_us: tl.time_at(k),
             evidence: Evidence::Fragmentation(ev),
         });
@@ -1002,7 +1081,7 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
         // made for want of one (a trace that disagrees with the rule, or the allocator's
         // own limits), so the excess is no fragmentation.
         if free_by_pool(&analysis.state_at(k as u32), request).1 {
-            return;
+            return Some(analysis);
         }
         let ev = evidence(FragmentationTrigger::PeakReserved, k, request, None, excess);
         out.push(Anomaly {
@@ -1026,11 +1105,12 @@ fn fragmentation(snap: &Snapshot, model: &RankModel, th: &Thresholds, out: &mut 
                 holes_text(&ev.holes),
             ),
             site: ev.holes.first().map(|h| h.site.clone()),
-            bytes: excess,
+            bytes: 0,
             time_us: tl.time_at(k),
             evidence: Evidence::Fragmentation(ev),
         });
     }
+    Some(analysis)
 }
 
 fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
@@ -1038,7 +1118,7 @@ fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
     let Some((_, end_us)) = tl.time_span() else {
         return;
     };
-    let a = &model.allocs;
+    let a = model.allocs();
     let mut by_site: FxHashMap<u32, Vec<Stall>> = FxHashMap::default();
     for i in 0..a.len() {
         let Some(requested) = model.time_of_event(a.free_requested_event[i]) else {

@@ -219,7 +219,7 @@ struct SideSites {
 }
 
 fn side_sites(snap: &Snapshot, model: &RankModel) -> SideSites {
-    let a = &model.allocs;
+    let a = model.allocs();
     let peak = a.peak_allocated_event;
     let mut stack_keys: FxHashMap<u32, String> = FxHashMap::default();
     let mut out = SideSites::default();
@@ -264,7 +264,7 @@ fn side_sites(snap: &Snapshot, model: &RankModel) -> SideSites {
 
 fn side_info(model: &RankModel, align: &Align, use_time: bool) -> SideInfo {
     let tl = &model.timeline;
-    let peak = model.allocs.peak_allocated_event;
+    let peak = model.allocs().peak_allocated_event;
     let start = if use_time {
         tl.time_at(0).unwrap_or(0)
     } else {
@@ -298,12 +298,12 @@ fn side_info(model: &RankModel, align: &Align, use_time: bool) -> SideInfo {
     };
     SideInfo {
         id: model.id.clone(),
-        peak_allocated_bytes: model.allocs.peak_allocated,
+        peak_allocated_bytes: model.allocs().peak_allocated,
         peak_offset: model.offset(peak).map(|k| k as u64),
         peak_time_us: model.time_of_event(peak),
         zero,
         align_note: note,
-        allocations: model.allocs.len() as u64,
+        allocations: model.allocs().len() as u64,
     }
 }
 
@@ -375,9 +375,7 @@ fn relative_position(model: &RankModel, zero: i64, use_time: bool, k: usize) -> 
     if use_time {
         model
             .timeline
-            .time_us
-            .get(k)
-            .copied()
+            .time_at(k)
             .unwrap_or(zero)
             .saturating_sub(zero)
     } else {
@@ -443,8 +441,8 @@ pub fn curve_axis(a: &CompareSide, b: &CompareSide, use_time: bool, bins: u32) -
 /// whose zero is `zero` ([`SideInfo::zero`]).
 pub fn side_curve(model: &RankModel, zero: i64, use_time: bool, axis: &Axis) -> Vec<Option<u64>> {
     bin_max(
-        &model.timeline.allocated,
-        model.timeline.initial_allocated,
+        model.timeline.allocated(),
+        model.timeline.initial_allocated(),
         |k| relative_position(model, zero, use_time, k),
         axis,
     )

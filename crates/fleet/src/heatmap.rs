@@ -156,12 +156,12 @@ pub struct HeatRow {
 pub fn heat_row(model: &RankModel, axis: &Axis, site_key: Option<&str>) -> HeatRow {
     let tl = &model.timeline;
     let position = |k: usize| match axis.kind {
-        AxisKind::TimeUs => tl.time_us.get(k).copied().unwrap_or(axis.start),
+        AxisKind::TimeUs => tl.time_at(k).unwrap_or(axis.start),
         AxisKind::Events => i64::try_from(k).unwrap_or(i64::MAX),
     };
     let (values, site) = match site_key {
         None => (
-            bin_max(&tl.allocated, tl.initial_allocated, position, axis),
+            bin_max(tl.allocated(), tl.initial_allocated(), position, axis),
             None,
         ),
         Some(key) => {
@@ -202,7 +202,7 @@ pub fn heat_row(model: &RankModel, axis: &Axis, site_key: Option<&str>) -> HeatR
 
 /// Bytes held by one call site after every entry, and at the start.
 pub fn site_levels(model: &RankModel, site_key: &str) -> (u64, Vec<u64>) {
-    let a = &model.allocs;
+    let a = model.allocs();
     let tl = &model.timeline;
     let mut delta = vec![0i128; tl.len()];
     let mut initial: u64 = 0;

@@ -453,7 +453,7 @@ fn returns(timeline: &Timeline, all: &Allocated, it: &Iterations) -> bool {
         .filter(|r| {
             let start = timeline.allocated_before(r.start) as f64;
             let end = timeline.allocated_before(r.end) as f64;
-            let peak = timeline.allocated[r.start..r.end]
+            let peak = timeline.allocated()[r.start..r.end]
                 .iter()
                 .copied()
                 .max()

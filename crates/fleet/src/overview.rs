@@ -169,8 +169,8 @@ pub struct RankFacts {
 impl RankFacts {
     /// The facts of one rank model.
     pub fn new(snap: &Snapshot, model: &RankModel) -> RankFacts {
-        let s = DeviceSummary::new(&model.id.path, snap, &model.allocs);
-        let peak_event = model.allocs.peak_allocated_event;
+        let s = DeviceSummary::new(&model.id.path, snap, model.allocs());
+        let peak_event = model.allocs().peak_allocated_event;
         let sites_at_peak = model
             .sites_live_after(peak_event)
             .into_iter()
@@ -193,10 +193,10 @@ impl RankFacts {
             reserved_bytes: s.reserved_bytes,
             end_allocated_bytes: model
                 .timeline
-                .allocated
+                .allocated()
                 .last()
                 .copied()
-                .unwrap_or(model.timeline.initial_allocated),
+                .unwrap_or(model.timeline.initial_allocated()),
             first_time_us: s.first_time_us,
             last_time_us: s.last_time_us,
             iterations: if model.iterations.found() {

@@ -1,7 +1,9 @@
 //! One rank's device, ready for analysis: replayed allocations, the timeline, each
 //! allocation's call site, phases and iterations.
 
-use memscope_snapshot::{base_name, rank_from_name, Allocations, Snapshot, NONE};
+use std::sync::Arc;
+
+use memscope_snapshot::{base_name, rank_from_name, Allocations, DeviceModel, Snapshot, NONE};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -49,16 +51,17 @@ impl RankId {
     }
 }
 
-/// Everything derived from one device of one snapshot that the analyses share. It owns
-/// its columns and does not borrow the [`Snapshot`] (functions take both), so a worker
-/// can keep the two side by side.
+/// Everything derived from one device of one snapshot that the analyses share: the
+/// device's [`DeviceModel`] (shared, not copied: a worker hands the one it built for
+/// drawing) and what fleet adds to it. It does not borrow the [`Snapshot`] (functions
+/// take both), so a worker can keep the two side by side.
 #[derive(Clone, Debug)]
 pub struct RankModel {
     /// Which file and device.
     pub id: RankId,
-    /// The replayed allocations.
-    pub allocs: Allocations,
-    /// Allocated and reserved bytes after every entry.
+    /// The device's model: allocations, moments, curves, clock.
+    pub device: Arc<DeviceModel>,
+    /// Allocated and reserved bytes after every entry (a view of `device`).
     pub timeline: Timeline,
     /// Call sites of this snapshot.
     pub sites: SiteTable,
@@ -73,31 +76,37 @@ pub struct RankModel {
 impl RankModel {
     /// Builds the model of `device` of `snap`, loaded from `path`.
     pub fn new(path: &str, snap: &Snapshot, device: i32) -> RankModel {
-        RankModel::from_allocations(path, snap, Allocations::replay(snap, device))
+        RankModel::from_model(path, snap, Arc::new(DeviceModel::replay(snap, device)))
     }
 
-    /// Builds the model from a replay already made (`Allocations::replay(snap, device)`
-    /// of the same snapshot), e.g. the one a browser worker keeps for drawing.
-    pub fn from_allocations(path: &str, snap: &Snapshot, allocs: Allocations) -> RankModel {
-        let device = allocs.device;
-        let timeline = Timeline::new(snap, &allocs);
+    /// Builds the model on a device model already made (of the same snapshot), e.g. the
+    /// one a browser worker keeps for drawing.
+    pub fn from_model(path: &str, snap: &Snapshot, model: Arc<DeviceModel>) -> RankModel {
+        let device = model.device();
+        let timeline = Timeline::new(Arc::clone(&model));
         let mut sites = SiteTable::new();
-        let alloc_site: Vec<u32> = allocs
+        let alloc_site: Vec<u32> = model
+            .allocs
             .stack
             .iter()
             .map(|&s| sites.site_of(snap, s))
             .collect();
         let phases = phases::phases(snap, Some(device));
-        let iterations = iterations::detect(&timeline, &phases, &allocs, &alloc_site);
+        let iterations = iterations::detect(&timeline, &phases, &model.allocs, &alloc_site);
         RankModel {
             id: RankId::new(path, device),
-            allocs,
+            device: model,
             timeline,
             sites,
             alloc_site,
             phases,
             iterations,
         }
+    }
+
+    /// The replayed allocations.
+    pub fn allocs(&self) -> &Allocations {
+        &self.device.allocs
     }
 
     /// Models of every reported device of `snap` ([`Snapshot::devices`]).
@@ -126,7 +135,7 @@ impl RankModel {
     /// Whether allocation `i` is live right after the entry with event index `event`
     /// ([`NONE`]: at the start of the window).
     pub fn live_after(&self, i: usize, event: u32) -> bool {
-        let a = &self.allocs;
+        let a = self.allocs();
         if event == NONE {
             return a.alloc_event[i] == NONE;
         }
@@ -139,7 +148,7 @@ impl RankModel {
     pub fn sites_live_after(&self, event: u32) -> Vec<SiteLive> {
         let mut index: FxHashMap<u32, usize> = FxHashMap::default();
         let mut out: Vec<SiteLive> = Vec::new();
-        for i in 0..self.allocs.len() {
+        for i in 0..self.allocs().len() {
             if !self.live_after(i, event) {
                 continue;
             }
@@ -152,7 +161,7 @@ impl RankModel {
                 });
                 out.len() - 1
             });
-            out[k].bytes = out[k].bytes.saturating_add(self.allocs.size[i]);
+            out[k].bytes = out[k].bytes.saturating_add(self.allocs().size[i]);
             out[k].ids.push(i as u32);
         }
         out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));

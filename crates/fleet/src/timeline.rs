@@ -1,33 +1,24 @@
 //! One device's allocated and reserved bytes after every trace entry, with a clock.
 //!
-//! Built in O(events + allocations) from the [`Allocations`] replay, so the figures are
-//! exactly those of `docs/semantics.md` (allocated-in-trace, replayed reserved bytes).
-//! Every analysis of this crate reads these columns rather than replaying again.
+//! A view of the device's [`DeviceModel`] (built once per device, shared by the
+//! analysis, the allocator replay and the worker), so the figures are exactly those of
+//! `docs/semantics.md` (allocated-in-trace, replayed reserved bytes). Every analysis of
+//! this crate reads these columns rather than replaying again.
 
-use memscope_snapshot::{Action, Allocations, Snapshot, NONE, NO_TIME};
+use std::sync::Arc;
 
-/// Allocated and reserved bytes of one device over its trace, in columns indexed by the
-/// entry's *offset* in the device's trace (0 = oldest).
-#[derive(Clone, Debug, Default)]
+use memscope_snapshot::{Action, DeviceModel, Snapshot};
+
+/// Allocated and reserved bytes of one device over its trace, indexed by the entry's
+/// *offset* in the device's trace (0 = oldest): a view of the device's [`DeviceModel`]
+/// (its curves and clock, built once per device), which it shares.
+#[derive(Clone, Debug)]
 pub struct Timeline {
     /// The device.
     pub device: i32,
     /// Index in `Snapshot::events` of offset 0.
     pub first_event: u32,
-    /// The clock of each entry, µs since the epoch, made non-decreasing (a running
-    /// maximum; entries without `time_us` take the previous entry's, leading ones the
-    /// first known). Empty when no entry has a `time_us`: then only event order is known.
-    pub time_us: Vec<i64>,
-    /// Allocated bytes (requested bytes of live allocations) after each entry.
-    pub allocated: Vec<u64>,
-    /// Reserved bytes after each entry.
-    pub reserved: Vec<i64>,
-    /// Allocated bytes at the start of the window.
-    pub initial_allocated: u64,
-    /// Reserved bytes at the start of the window.
-    pub initial_reserved: i64,
-    /// Entries without their own `time_us` in a trace that has some.
-    pub untimed_entries: u64,
+    model: Arc<DeviceModel>,
 }
 
 fn clamp_i64(v: i128) -> i64 {
@@ -35,78 +26,48 @@ fn clamp_i64(v: i128) -> i64 {
 }
 
 impl Timeline {
-    /// The timeline of `allocs.device`, from its replay.
-    pub fn new(snap: &Snapshot, allocs: &Allocations) -> Timeline {
-        let start = allocs.trace.start;
-        let n = allocs.trace.len();
-        let mut delta = vec![0i128; n];
-        let offset = |e: u32| (e - start) as usize;
-        for i in 0..allocs.len() {
-            let size = i128::from(allocs.size[i]);
-            if allocs.alloc_event[i] != NONE {
-                delta[offset(allocs.alloc_event[i])] += size;
-            }
-            if allocs.free_event[i] != NONE {
-                delta[offset(allocs.free_event[i])] -= size;
-            }
-        }
-        let mut allocated = Vec::with_capacity(n);
-        let mut reserved = Vec::with_capacity(n);
-        let mut level = i128::from(allocs.initial_allocated);
-        let mut res = allocs.initial_reserved;
-        let mut times = Vec::with_capacity(n);
-        let mut untimed = 0u64;
-        let mut last_time = NO_TIME;
-        for (k, e) in allocs.trace.clone().enumerate() {
-            let i = e as usize;
-            level += delta[k];
-            allocated.push(u64::try_from(level.max(0)).unwrap_or(u64::MAX));
-            let sign = snap.action(i).reserved_sign();
-            if sign != 0 {
-                res += i128::from(sign) * i128::from(snap.events.size[i]);
-            }
-            reserved.push(clamp_i64(res));
-            let t = snap.events.time_us[i];
-            if t == NO_TIME {
-                untimed += 1;
-            } else {
-                last_time = last_time.max(t);
-            }
-            times.push(last_time);
-        }
-        if last_time == NO_TIME {
-            times.clear();
-            untimed = 0;
-        } else if let Some(first) = times.iter().copied().find(|&t| t != NO_TIME) {
-            for t in times.iter_mut().take_while(|t| **t == NO_TIME) {
-                *t = first;
-            }
-        }
+    /// The timeline of `model`'s device.
+    pub fn new(model: Arc<DeviceModel>) -> Timeline {
         Timeline {
-            device: allocs.device,
-            first_event: start,
-            time_us: times,
-            allocated,
-            reserved,
-            initial_allocated: allocs.initial_allocated,
-            initial_reserved: clamp_i64(allocs.initial_reserved),
-            untimed_entries: untimed,
+            device: model.device(),
+            first_event: model.allocs.trace.start,
+            model,
         }
+    }
+
+    /// Allocated bytes (requested bytes of live allocations) after each entry.
+    pub fn allocated(&self) -> &[u64] {
+        &self.model.allocated[1..]
+    }
+
+    /// Allocated bytes at the start of the window.
+    pub fn initial_allocated(&self) -> u64 {
+        self.model.allocated[0]
+    }
+
+    /// Reserved bytes after the entry at `offset`. O(log segment entries).
+    pub fn reserved_after(&self, offset: usize) -> i64 {
+        clamp_i64(self.model.reserved_at(offset as u32 + 1))
+    }
+
+    /// Entries without their own `time_us` in a trace that has some.
+    pub fn untimed_entries(&self) -> u64 {
+        self.model.untimed_entries
     }
 
     /// The number of trace entries.
     pub fn len(&self) -> usize {
-        self.allocated.len()
+        self.model.events as usize
     }
 
     /// Whether the trace is empty.
     pub fn is_empty(&self) -> bool {
-        self.allocated.is_empty()
+        self.model.events == 0
     }
 
     /// Whether entries carry a clock.
     pub fn has_time(&self) -> bool {
-        !self.time_us.is_empty()
+        self.model.has_time()
     }
 
     /// The offset of event index `event` (in `Snapshot::events`).
@@ -116,34 +77,27 @@ impl Timeline {
 
     /// Allocated bytes just before the entry at `offset` (the start for 0).
     pub fn allocated_before(&self, offset: usize) -> u64 {
-        match offset {
-            0 => self.initial_allocated,
-            k => self.allocated[k - 1],
-        }
-    }
-
-    /// Reserved bytes just before the entry at `offset`.
-    pub fn reserved_before(&self, offset: usize) -> i64 {
-        match offset {
-            0 => self.initial_reserved,
-            k => self.reserved[k - 1],
-        }
+        self.model.allocated[offset]
     }
 
     /// The first offset whose clock is at or after `time_us` (`len()` if none). Needs a
     /// clock.
     pub fn offset_at_time(&self, time_us: i64) -> usize {
-        self.time_us.partition_point(|&t| t < time_us)
+        let t0 = self.model.first_time_us.unwrap_or(0);
+        self.model
+            .time_us
+            .partition_point(|&t| t.saturating_add(t0) < time_us)
     }
 
     /// The clock of the entry at `offset`, if the trace has one.
     pub fn time_at(&self, offset: usize) -> Option<i64> {
-        self.time_us.get(offset).copied()
+        let t = self.model.time_us.get(offset)?;
+        Some(t.saturating_add(self.model.first_time_us?))
     }
 
     /// The first and last clock values.
     pub fn time_span(&self) -> Option<(i64, i64)> {
-        Some((*self.time_us.first()?, *self.time_us.last()?))
+        Some((self.time_at(0)?, self.time_at(self.len().checked_sub(1)?)?))
     }
 
     /// Offsets of the entries of `action` kind (O(events)).
@@ -167,15 +121,19 @@ mod tests {
             {"action": "alloc", "addr": 4096, "size": 512, "stream": 0},
             {"action": "alloc", "addr": 4096, "size": 256, "stream": 0, "time_us": 9}]]}"#;
         let snap = load_bytes(json).unwrap();
-        let allocs = Allocations::replay(&snap, 0);
-        let tl = Timeline::new(&snap, &allocs);
-        assert_eq!(tl.initial_allocated, 100);
+        let tl = Timeline::new(Arc::new(DeviceModel::replay(&snap, 0)));
+        assert_eq!(tl.initial_allocated(), 100);
         // The second alloc at 4096 ends the first (a free missing from the trace).
-        assert_eq!(tl.allocated, [0, 0, 512, 256]);
-        assert_eq!(tl.reserved, [-2097152, 0, 0, 0]);
+        assert_eq!(tl.allocated(), [0, 0, 512, 256]);
+        let reserved: Vec<i64> = (0..tl.len()).map(|k| tl.reserved_after(k)).collect();
+        assert_eq!(reserved, [-2097152, 0, 0, 0]);
         // Leading untimed entries take the first clock; out-of-order ones move forward.
-        assert_eq!(tl.time_us, [10, 10, 10, 10]);
-        assert_eq!(tl.untimed_entries, 2);
+        let times: Vec<Option<i64>> = (0..tl.len()).map(|k| tl.time_at(k)).collect();
+        assert_eq!(times, [Some(10); 4]);
+        assert_eq!(tl.untimed_entries(), 2);
         assert_eq!(tl.allocated_before(0), 100);
+        assert_eq!(tl.allocated_before(3), 512);
+        assert_eq!(tl.offset_at_time(10), 0);
+        assert_eq!(tl.offset_at_time(11), 4);
     }
 }

@@ -199,7 +199,7 @@ fn compare_two_corpus_files_by_call_site() {
         let ids_bytes: u64 =
             r.a.ids_at_peak
                 .iter()
-                .map(|&i| ma.allocs.size[i as usize])
+                .map(|&i| ma.allocs().size[i as usize])
                 .sum();
         assert_eq!(ids_bytes, r.a.bytes_at_peak);
         match r.change {
@@ -247,7 +247,7 @@ fn without_clocks_the_heatmap_follows_entry_order() {
     assert_eq!((axis.start, axis.end), (0, events as i64 - 1));
     let row = heat_row(&m, &axis, None);
     assert!(row.values.iter().all(Option::is_some));
-    assert_eq!(row.max_bytes, m.allocs.peak_allocated);
+    assert_eq!(row.max_bytes, m.allocs().peak_allocated);
     // The shorter trace (2,043 entries) ends early on the shared axis.
     let row2 = heat_row(&m2, &axis, None);
     assert!(row2.values[axis.bin_of(2042)].is_some());

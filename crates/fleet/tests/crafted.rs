@@ -84,7 +84,7 @@ fn fnv(text: &str) -> String {
 fn every_detector_on_a_crafted_trace() {
     let snap = load_bytes(crafted().as_bytes()).unwrap();
     let model = RankModel::new("runs/rank7.json", &snap, 0);
-    assert_eq!(model.allocs.peak_allocated, 26 * MIB);
+    assert_eq!(model.allocs().peak_allocated, 26 * MIB);
     let found = rank_anomalies(&snap, &model, &Thresholds::default());
     let keys: Vec<&str> = found.iter().map(|a| a.key.as_str()).collect();
     let step20 = fnv("/home/me/train.py:20 step");
@@ -230,8 +230,8 @@ fn fragmentation_by_the_allocators_rule() {
     let snap = load_bytes(holes().as_bytes()).unwrap();
     let model = RankModel::new("rank0.json", &snap, 0);
     // X2 and Y together: 70 MiB.
-    assert_eq!(model.allocs.peak_allocated, 70 * MIB);
-    assert_eq!(model.allocs.peak_reserved, i128::from(110 * MIB));
+    assert_eq!(model.allocs().peak_allocated, 70 * MIB);
+    assert_eq!(model.allocs().peak_reserved, i128::from(110 * MIB));
 
     // Default thresholds: 40 MiB above the peak is far below 1 GiB, so only the OOM
     // counts. Its 30 MiB request (large pool, stream 0) fits in neither 20 MiB hole of
@@ -254,14 +254,27 @@ fn fragmentation_by_the_allocators_rule() {
     assert_eq!(f.request_pool.as_deref(), Some("large"));
     assert_eq!((f.reserved_bytes, f.block_bytes), (110 * MIB, 20 * MIB));
     assert_eq!(
-        (f.free_bytes, f.free_pieces, f.cost_bytes),
+        (f.free_bytes, f.free_pieces, f.unusable_bytes),
         (90 * MIB, 3, 90 * MIB)
     );
+    // With expandable segments, stream 0 maps 60 MiB for X1–X3 and stream 7 three
+    // 20 MiB pages for Y: 120 MiB, above the 110 MiB recorded, so it costs nothing.
+    assert_eq!(
+        (
+            f.expandable_peak_reserved_bytes,
+            f.cost_bytes,
+            found[1].bytes
+        ),
+        (120 * MIB, 0, 0)
+    );
+    assert!(!f.expandable_recorded);
+    assert!(found[1].summary.ends_with(
+        "Replayed with expandable segments, reserved would have peaked at 120 MiB: no lower."
+    ));
     assert_eq!(f.free_by_pool.same_pool_and_stream_bytes, 40 * MIB);
     assert_eq!(f.free_by_pool.largest_same_pool_and_stream_bytes, 20 * MIB);
     assert_eq!(f.free_by_pool.other_stream_bytes, 50 * MIB);
     assert_eq!(f.free_by_pool.other_pool_bytes, 0);
-    assert_eq!(found[1].bytes, 90 * MIB);
     // The holes: Y's 50 MiB block, then X1's and X3's 20 MiB blocks.
     let left: Vec<(&str, u64, u64, u64)> = f
         .holes
@@ -300,7 +313,7 @@ fn fragmentation_by_the_allocators_rule() {
     assert_eq!(f.trigger, FragmentationTrigger::PeakReserved);
     assert_eq!((f.offset, f.request_bytes), (8, Some(50 * MIB)));
     assert_eq!(
-        (f.free_bytes, f.free_pieces, f.cost_bytes),
+        (f.free_bytes, f.free_pieces, f.unusable_bytes),
         (40 * MIB, 2, 40 * MIB)
     );
     assert_eq!(f.free_by_pool.other_stream_bytes, 40 * MIB);
@@ -319,4 +332,87 @@ fn fragmentation_by_the_allocators_rule() {
         .map(|a| a.kind)
         .collect();
     assert_eq!(kinds, [AnomalyKind::Oom]);
+}
+
+/// Segment S (60 MiB, stream 0) holds X1, X2, X3 (20 MiB each); X1 and X3 are freed,
+/// then a 30 MiB request on the same stream fits neither hole and gets a new 30 MiB
+/// segment: 90 MiB reserved for at most 60 MiB allocated. With expandable segments the
+/// request maps one more 20 MiB page after X3's free tail (20 + 20 ≥ 30): 80 MiB, so
+/// the fragmentation cost 10 MiB.
+#[test]
+fn fragmentation_cost_is_the_saving_of_expandable_segments() {
+    let (s, u, m) = (1u64 << 30, 2u64 << 30, MIB);
+    let entry = |action: &str, addr: u64, size: u64| {
+        format!(r#"{{"action": "{action}", "addr": {addr}, "size": {size}, "stream": 0}}"#)
+    };
+    let trace = [
+        entry("segment_alloc", s, 60 * m),
+        entry("alloc", s, 20 * m),
+        entry("alloc", s + 20 * m, 20 * m),
+        entry("alloc", s + 40 * m, 20 * m),
+        entry("free_completed", s, 20 * m),
+        entry("free_completed", s + 40 * m, 20 * m),
+        entry("segment_alloc", u, 30 * m),
+        entry("alloc", u, 30 * m),
+    ];
+    let json = format!(
+        r#"{{"segments": [
+            {{"device": 0, "address": {s}, "total_size": {s_size}, "stream": 0, "blocks": [
+                {{"address": {x2}, "size": {b}, "requested_size": {b}, "state": "active_allocated"}}]}},
+            {{"device": 0, "address": {u}, "total_size": {u_size}, "stream": 0, "blocks": [
+                {{"address": {u}, "size": {u_size}, "requested_size": {u_size}, "state": "active_allocated"}}]}}],
+          "device_traces": [[{}]]}}"#,
+        trace.join(",\n"),
+        s_size = 60 * m,
+        u_size = 30 * m,
+        x2 = s + 20 * m,
+        b = 20 * m,
+    );
+    let snap = load_bytes(json.as_bytes()).unwrap();
+    let model = RankModel::new("rank0.json", &snap, 0);
+    assert_eq!(model.allocs().peak_reserved, i128::from(90 * MIB));
+    assert_eq!(model.allocs().peak_allocated, 60 * MIB);
+    let th = Thresholds {
+        fragmentation_min_excess_bytes: 16 * MIB,
+        ..Thresholds::default()
+    };
+    let found = rank_anomalies(&snap, &model, &th);
+    let keys: Vec<&str> = found.iter().map(|a| a.key.as_str()).collect();
+    assert_eq!(keys, ["fragmentation/rank0.json/d0/peak-reserved"]);
+    let Evidence::Fragmentation(f) = &found[0].evidence else {
+        panic!()
+    };
+    assert_eq!((f.offset, f.request_bytes), (6, Some(30 * MIB)));
+    assert_eq!(f.unusable_bytes, 30 * MIB);
+    assert_eq!(
+        (
+            f.expandable_peak_reserved_bytes,
+            f.cost_bytes,
+            found[0].bytes
+        ),
+        (80 * MIB, 10 * MIB, 10 * MIB)
+    );
+    assert!(found[0].summary.ends_with(
+        "It cost 10.0 MiB: replayed with expandable segments, reserved would have peaked at \
+         80.0 MiB instead of 90.0 MiB."
+    ));
+
+    // Recorded with expandable segments already: the cost is what the replay finds, and
+    // the summary says the setting was on.
+    let on = json.replacen(
+        r#"{"segments""#,
+        r#"{"allocator_settings": {"expandable_segments": true}, "segments""#,
+        1,
+    );
+    let snap = load_bytes(on.as_bytes()).unwrap();
+    let model = RankModel::new("rank0.json", &snap, 0);
+    let found = rank_anomalies(&snap, &model, &th);
+    assert_eq!(found.len(), 1);
+    let Evidence::Fragmentation(f) = &found[0].evidence else {
+        panic!()
+    };
+    assert!(f.expandable_recorded);
+    assert!(found[0]
+        .summary
+        .ends_with("Expandable segments were already on."));
 }

@@ -7,12 +7,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use memscope_fleet::{
     combine, compare, compare_side, curve_axis, side_curve, Align, AxisKind, CompareSide, Curves,
     RankModel, RankReport, Thresholds,
 };
-use memscope_snapshot::{load_bytes, Allocations, Snapshot};
+use memscope_snapshot::{load_bytes, DeviceModel, Snapshot};
 
 fn corpus(name: &str) -> (String, Snapshot) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -90,11 +91,11 @@ fn a_model_from_an_existing_replay_is_the_same_model() {
     let (p, s) = corpus("external-annotations.pickle");
     for device in s.devices() {
         let own = RankModel::new(&p, &s, device);
-        let given = RankModel::from_allocations(&p, &s, Allocations::replay(&s, device));
+        let given = RankModel::from_model(&p, &s, Arc::new(DeviceModel::replay(&s, device)));
         assert_eq!(given.id, own.id);
         assert_eq!(given.alloc_site, own.alloc_site);
-        assert_eq!(given.timeline.allocated, own.timeline.allocated);
-        assert_eq!(given.timeline.time_us, own.timeline.time_us);
+        assert_eq!(given.timeline.allocated(), own.timeline.allocated());
+        assert_eq!(given.timeline.time_span(), own.timeline.time_span());
         assert_eq!(given.phases, own.phases);
         assert_eq!(given.iterations, own.iterations);
         let th = Thresholds::default();

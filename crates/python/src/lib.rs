@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use memscope_fleet::{anomaly, compare, rank_anomalies, Align, RankModel, Thresholds};
 use memscope_report::{records_of, report_paths, Record, ReportFile};
 use memscope_snapshot::{
-    load_bytes as load_snapshot_bytes, load_reader, summarize, Allocations, Snapshot, NONE, NO_TIME,
+    load_bytes as load_snapshot_bytes, load_reader, summarize, Snapshot, NONE, NO_TIME,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -137,11 +137,7 @@ impl RawSnapshot {
                 self.path
             )));
         }
-        Ok(RankModel::from_allocations(
-            &self.path,
-            &self.snap,
-            Allocations::replay(&self.snap, device),
-        ))
+        Ok(RankModel::new(&self.path, &self.snap, device))
     }
 }
 
@@ -210,7 +206,7 @@ impl RawSnapshot {
         device: Option<i32>,
     ) -> PyResult<(i32, Vec<Column<'py>>)> {
         let model = self.model(device)?;
-        let a = &model.allocs;
+        let a = model.allocs();
         let events = &self.snap.events;
         let start = a.trace.start;
         let entry = |e: u32| -> i64 {

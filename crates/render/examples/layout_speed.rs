@@ -1,6 +1,8 @@
 //! How fast the memory timeline is indexed and laid out, on real-shaped files.
 //!
-//! For each file and device: load, [`Allocations::replay`], [`TimelineIndex::new`],
+//! For each file and device: load, [`Allocations::replay`], [`DeviceModel::new`] (built
+//! once per device and shared with the analysis, fleet and the allocator),
+//! [`TimelineIndex::from_model`],
 //! then [`layout`] of a few views at 1600 × 800 px (the best of three runs each), with
 //! the number of instances produced and the bound [`TimelineView::instance_bound`];
 //! then hover lookups ([`memscope_render::Strips::hit`]) on the full view: the first
@@ -20,11 +22,12 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memscope_render::{is_aggregate, layout, Axis, TimelineIndex, TimelineView, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
-use memscope_snapshot::{load_reader, Allocations};
+use memscope_snapshot::{load_reader, Allocations, DeviceModel};
 
 fn main() {
     let mut files: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
@@ -62,7 +65,10 @@ fn report(path: &PathBuf) -> Result<(), String> {
         let allocs = Allocations::replay(&snap, device);
         let replay = start.elapsed();
         let start = Instant::now();
-        let index = TimelineIndex::new(&snap, &allocs);
+        let model = Arc::new(DeviceModel::new(&snap, allocs));
+        let derive = start.elapsed();
+        let start = Instant::now();
+        let index = TimelineIndex::from_model(&snap, model);
         let build = start.elapsed();
         println!(
             "{} device {device}: {} ({}), {} events, {} allocations, peak {}",
@@ -75,8 +81,9 @@ fn report(path: &PathBuf) -> Result<(), String> {
             format_bytes(index.peak().bytes),
         );
         println!(
-            "  replay {}, TimelineIndex::new {} ({} on the heap)",
+            "  replay {}, DeviceModel::new {}, TimelineIndex::from_model {} ({} on the heap)",
             seconds(replay),
+            seconds(derive),
             seconds(build),
             format_bytes(index.heap_bytes() as u64)
         );

@@ -2,15 +2,16 @@
 //! computed once (in the rank's worker) and queried by every [`layout`](crate::layout).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use memscope_snapshot::frames::site_label;
-use memscope_snapshot::{Allocations, Snapshot, StackId, NONE, NO_TIME};
+use memscope_snapshot::{Allocations, DeviceModel, Snapshot, StackId, NONE};
 use serde::{Deserialize, Serialize};
 
 use crate::palette;
 
 /// Marks an absent moment (no `free_requested`; a column with nothing to show).
-pub const NO_MOMENT: u32 = u32::MAX;
+pub use memscope_snapshot::NO_MOMENT;
 
 /// The label of allocations recorded without a call stack: the one every view and
 /// report uses, re-exported.
@@ -80,21 +81,16 @@ pub struct LegendEntry {
 /// than its predecessor takes the predecessor's time), so positions can be binary
 /// searched. Without any `time_us` the time axis is unavailable.
 ///
-/// Memory: 8 bytes per event per curve (times, totals), 28 per allocation, plus the
-/// distinct call-site labels — no per-event heap objects.
+/// Moments, the allocated and reserved curves and the clock are the device's
+/// [`DeviceModel`]'s (shared, not recomputed); the index adds the stacking order and the
+/// call sites' colours.
+///
+/// Memory beside the model: 28 bytes per allocation, plus the distinct call-site
+/// labels — no per-event heap objects.
 #[derive(Clone, Debug)]
 pub struct TimelineIndex {
-    pub(crate) device: i32,
+    pub(crate) model: Arc<DeviceModel>,
     pub(crate) events: u32,
-    pub(crate) first_time_us: Option<i64>,
-    /// Per trace entry: x on the time axis.
-    pub(crate) time_x: Option<Vec<f64>>,
-    /// Allocated bytes per moment.
-    pub(crate) totals: Vec<u64>,
-    pub(crate) initial_reserved: i128,
-    /// Moments where reserved bytes change, ascending, and the value from there on.
-    pub(crate) reserved_moments: Vec<u32>,
-    pub(crate) reserved_values: Vec<i128>,
     pub(crate) peak: Peak,
     /// The number of allocations made before the window (they take ranks `0..before`).
     pub(crate) before: u32,
@@ -114,38 +110,23 @@ pub struct TimelineIndex {
 }
 
 impl TimelineIndex {
-    /// Arranges `allocs` (one device of `snap`, from [`Allocations::replay`]). O(events +
-    /// allocations + distinct stacks).
+    /// Arranges `allocs` (one device of `snap`, from [`Allocations::replay`]), deriving
+    /// its [`DeviceModel`]; a caller that keeps one uses [`TimelineIndex::from_model`].
     pub fn new(snap: &Snapshot, allocs: &Allocations) -> TimelineIndex {
-        let trace = allocs.trace.start as usize..allocs.trace.end as usize;
-        let n = trace.len();
-        let end_of_trace = moment(n + 1);
-        let (first_time_us, time_x) = time_axis(&snap.events.time_us[trace.clone()]);
+        TimelineIndex::from_model(snap, Arc::new(DeviceModel::new(snap, allocs.clone())))
+    }
 
-        // Allocations by rank.
+    /// Arranges the device of `model` (of `snap`), sharing it. O(allocations + distinct
+    /// stacks).
+    pub fn from_model(snap: &Snapshot, model: Arc<DeviceModel>) -> TimelineIndex {
+        let allocs = &model.allocs;
+        let n = model.events as usize;
         let count = allocs.len();
-        let traced = allocs
-            .alloc_event
-            .iter()
-            .take_while(|&&e| e != NONE)
-            .count();
-        let before = count - traced;
-        let local = |event: u32| {
-            if event == NONE {
-                NO_MOMENT
-            } else {
-                moment((event as usize).saturating_sub(trace.start) + 1)
-            }
-        };
+        let before = model.before as usize;
+        let traced = count - before;
         let mut index = TimelineIndex {
-            device: allocs.device,
-            events: moment(n),
-            first_time_us,
-            time_x,
-            totals: Vec::with_capacity(n + 1),
-            initial_reserved: allocs.initial_reserved,
-            reserved_moments: Vec::new(),
-            reserved_values: Vec::new(),
+            model: Arc::clone(&model),
+            events: model.events,
             peak: Peak {
                 moment: 0,
                 bytes: 0,
@@ -165,15 +146,9 @@ impl TimelineIndex {
         for rank in 0..count {
             let id = id_of_rank(rank, before, traced);
             index.size.push(allocs.size[id]);
-            index.start.push(match local(allocs.alloc_event[id]) {
-                NO_MOMENT => 0,
-                m => m,
-            });
-            index.pending.push(local(allocs.free_requested_event[id]));
-            index.end.push(match local(allocs.free_event[id]) {
-                NO_MOMENT => end_of_trace,
-                m => m,
-            });
+            index.start.push(model.start[id]);
+            index.pending.push(model.pending[id]);
+            index.end.push(model.end[id]);
             index.site.push(sites.of(allocs.stack[id]));
         }
         debug_assert!(index.start.is_sorted(), "Allocations are in trace order");
@@ -199,24 +174,7 @@ impl TimelineIndex {
         }
         drop(first_at);
 
-        // Allocated bytes per moment: a sweep over starts (ranks) and ends (by_end).
-        let mut total: u64 = index.size[..before]
-            .iter()
-            .fold(0, |s, &b| s.wrapping_add(b));
-        index.totals.push(total);
-        let (mut next_start, mut next_end) = (before, 0);
-        for m in 1..=n as u32 {
-            while next_start < count && index.start[next_start] == m {
-                total = total.wrapping_add(index.size[next_start]);
-                next_start += 1;
-            }
-            while next_end < index.by_end.len() && index.end[index.by_end[next_end] as usize] == m {
-                total = total.wrapping_sub(index.size[index.by_end[next_end] as usize]);
-                next_end += 1;
-            }
-            index.totals.push(total);
-        }
-        for (m, &bytes) in index.totals.iter().enumerate() {
+        for (m, &bytes) in model.allocated.iter().enumerate() {
             if bytes > index.peak.bytes {
                 index.peak = Peak {
                     moment: m as u32,
@@ -226,31 +184,14 @@ impl TimelineIndex {
         }
 
         index.assign_palette();
-
-        // Reserved bytes: a step at every segment entry.
-        let mut reserved = allocs.initial_reserved;
-        for (k, e) in trace.enumerate() {
-            let sign = snap.action(e).reserved_sign();
-            if sign != 0 {
-                reserved += i128::from(sign) * i128::from(snap.events.size[e]);
-                index.reserved_moments.push(moment(k + 1));
-                index.reserved_values.push(reserved);
-            }
-        }
         index
     }
 
-    /// Bytes held on the heap (for memory reports).
+    /// Bytes held on the heap (for memory reports; the shared model is not counted).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let labels: usize = self.site_labels.iter().map(|l| l.capacity()).sum();
-        self.time_x
-            .as_ref()
-            .map_or(0, |t| t.capacity() * size_of::<f64>())
-            + self.totals.capacity() * size_of::<u64>()
-            + self.reserved_moments.capacity() * size_of::<u32>()
-            + self.reserved_values.capacity() * size_of::<i128>()
-            + self.size.capacity() * size_of::<u64>()
+        self.size.capacity() * size_of::<u64>()
             + (self.start.capacity()
                 + self.pending.capacity()
                 + self.end.capacity()
@@ -264,7 +205,19 @@ impl TimelineIndex {
 
     /// The device.
     pub fn device(&self) -> i32 {
-        self.device
+        self.model.device()
+    }
+
+    /// The device's model, shared.
+    pub fn model(&self) -> &Arc<DeviceModel> {
+        &self.model
+    }
+
+    /// The clock per trace entry (µs since the first entry), if the axis exists.
+    fn clock(&self) -> Option<&[i64]> {
+        Some(&self.model.time_us)
+            .filter(|t| !t.is_empty())
+            .map(Vec::as_slice)
     }
 
     /// The number of trace entries of the device.
@@ -284,17 +237,17 @@ impl TimelineIndex {
 
     /// Whether the time axis is available (some entry has `time_us`).
     pub fn has_time(&self) -> bool {
-        self.time_x.is_some()
+        self.model.has_time()
     }
 
     /// The `time_us` that time-axis x = 0 stands for (the absolute clock), if any.
     pub fn first_time_us(&self) -> Option<i64> {
-        self.first_time_us
+        self.model.first_time_us
     }
 
     /// Trace entry `k`'s time-axis x (µs since the first entry), if the axis exists.
     pub fn event_time(&self, k: u32) -> Option<f64> {
-        self.time_x.as_ref()?.get(k as usize).copied()
+        self.clock()?.get(k as usize).map(|&t| t as f64)
     }
 
     /// Trace entry `k`'s x on `axis`: where the state after it begins (moment `k + 1`).
@@ -305,13 +258,13 @@ impl TimelineIndex {
     /// The reserved-bytes curve as steps: the moments where it changes (ascending) and
     /// its value from each on; [`TimelineIndex::reserved_bytes`] before the first.
     pub fn reserved_changes(&self) -> (&[u32], &[i128]) {
-        (&self.reserved_moments, &self.reserved_values)
+        (&self.model.reserved_moments, &self.model.reserved_values)
     }
 
     /// The axis actually used for `axis`: [`Axis::Events`] when time is unavailable.
     pub fn effective_axis(&self, axis: Axis) -> Axis {
         match axis {
-            Axis::Time if self.time_x.is_some() => Axis::Time,
+            Axis::Time if self.model.has_time() => Axis::Time,
             _ => Axis::Events,
         }
     }
@@ -319,10 +272,10 @@ impl TimelineIndex {
     /// The x of moment `m` on `axis` ([`TimelineIndex`] explains moments). Moments past
     /// the end sit at the end of the axis.
     pub fn moment_x(&self, axis: Axis, m: u32) -> f64 {
-        match (self.effective_axis(axis), &self.time_x) {
+        match (self.effective_axis(axis), self.clock()) {
             (Axis::Time, Some(t)) => {
                 let k = (m as usize).saturating_sub(1).min(t.len() - 1);
-                t[k]
+                t[k] as f64
             }
             _ => f64::from(m),
         }
@@ -331,8 +284,8 @@ impl TimelineIndex {
     /// The x extent of the data on `axis`: `[0, events + 1]` on the event axis, `[0,
     /// last time]` on the time axis (at least 1 µs wide).
     pub fn x_range(&self, axis: Axis) -> (f64, f64) {
-        match (self.effective_axis(axis), &self.time_x) {
-            (Axis::Time, Some(t)) => (0.0, t.last().copied().unwrap_or(0.0).max(1.0)),
+        match (self.effective_axis(axis), self.clock()) {
+            (Axis::Time, Some(t)) => (0.0, t.last().map_or(0.0, |&t| t as f64).max(1.0)),
             _ => (0.0, f64::from(self.events) + 1.0),
         }
     }
@@ -340,8 +293,8 @@ impl TimelineIndex {
     /// Where the data ends on `axis`: the x of the last moment (time) or the end of its
     /// slot (events). Columns starting after it are empty.
     pub(crate) fn data_end(&self, axis: Axis) -> f64 {
-        match (axis, &self.time_x) {
-            (Axis::Time, Some(t)) => t.last().copied().unwrap_or(0.0),
+        match (axis, self.clock()) {
+            (Axis::Time, Some(t)) => t.last().map_or(0.0, |&t| t as f64),
             _ => f64::from(self.events) + 1.0,
         }
     }
@@ -350,12 +303,12 @@ impl TimelineIndex {
     /// be effective.
     pub(crate) fn moments_before(&self, axis: Axis, x: f64, inclusive: bool) -> usize {
         let moments = self.events as usize + 1;
-        match (axis, &self.time_x) {
+        match (axis, self.clock()) {
             (Axis::Time, Some(t)) => {
                 let p = if inclusive {
-                    t.partition_point(|&v| v <= x)
+                    t.partition_point(|&v| v as f64 <= x)
                 } else {
-                    t.partition_point(|&v| v < x)
+                    t.partition_point(|&v| (v as f64) < x)
                 };
                 if p == 0 {
                     0
@@ -383,43 +336,42 @@ impl TimelineIndex {
 
     /// Allocated bytes at every moment.
     pub fn totals(&self) -> &[u64] {
-        &self.totals
+        &self.model.allocated
     }
 
     /// Allocated bytes at moment `m` (the end value past the end).
     pub fn total_bytes(&self, m: u32) -> u64 {
-        let last = self.totals.len() - 1;
-        self.totals[(m as usize).min(last)]
+        let totals = &self.model.allocated;
+        totals[(m as usize).min(totals.len() - 1)]
     }
 
     /// Reserved bytes at moment `m`: the replay's initial value plus or minus every
     /// segment entry up to it. Negative only for inconsistent files.
     pub fn reserved_bytes(&self, m: u32) -> i128 {
-        match self.reserved_moments.partition_point(|&s| s <= m) {
-            0 => self.initial_reserved,
-            i => self.reserved_values[i - 1],
-        }
+        self.model.reserved_at(m)
     }
 
     /// The largest reserved bytes at moments `lo..hi` (at `lo` when the range is empty).
     pub(crate) fn max_reserved(&self, lo: u32, hi: u32) -> i128 {
         let mut best = self.reserved_bytes(lo);
-        let first = self.reserved_moments.partition_point(|&s| s <= lo);
-        for i in first..self.reserved_moments.len() {
-            if self.reserved_moments[i] >= hi {
+        let (moments, values) = self.reserved_changes();
+        let first = moments.partition_point(|&s| s <= lo);
+        for i in first..moments.len() {
+            if moments[i] >= hi {
                 break;
             }
-            best = best.max(self.reserved_values[i]);
+            best = best.max(values[i]);
         }
         best
     }
 
     /// The largest reserved bytes over the trace.
     pub fn peak_reserved(&self) -> i128 {
-        self.reserved_values
+        self.model
+            .reserved_values
             .iter()
             .copied()
-            .fold(self.initial_reserved, i128::max)
+            .fold(self.model.initial_reserved, i128::max)
     }
 
     /// The peak of allocated bytes: the first moment with the largest total. Equals
@@ -634,29 +586,6 @@ fn id_of_rank(rank: usize, before: usize, traced: usize) -> usize {
     } else {
         rank - before
     }
-}
-
-/// A moment number from a count (saturating: 4 billion entries is beyond any trace).
-fn moment(m: usize) -> u32 {
-    u32::try_from(m).unwrap_or(NO_MOMENT - 1)
-}
-
-/// The time axis of a trace: the first `time_us` and each entry's x.
-fn time_axis(times: &[i64]) -> (Option<i64>, Option<Vec<f64>>) {
-    let Some(&t0) = times.iter().find(|&&t| t != NO_TIME) else {
-        return (None, None);
-    };
-    let mut prev = 0.0f64;
-    let x = times
-        .iter()
-        .map(|&t| {
-            if t != NO_TIME {
-                prev = prev.max((i128::from(t) - i128::from(t0)) as f64);
-            }
-            prev
-        })
-        .collect();
-    (Some(t0), Some(x))
 }
 
 /// Call sites of stacks, memoised per stack and deduplicated by label.

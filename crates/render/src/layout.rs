@@ -440,7 +440,7 @@ pub(crate) fn column_moments(
     let hi = before_end.max(lo + 1);
     let mut shown = lo;
     for m in lo + 1..hi {
-        if index.totals[m] > index.totals[shown] {
+        if index.totals()[m] > index.totals()[shown] {
             shown = m;
         }
     }
@@ -504,7 +504,7 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
         for (j, &m) in moments.iter().enumerate() {
             match m {
                 NO_MOMENT => outline.gap(&mut strips),
-                m => outline.column(&mut strips, j as u32, index.totals[m as usize] as f64),
+                m => outline.column(&mut strips, j as u32, index.totals()[m as usize] as f64),
             }
         }
         outline.gap(&mut strips);
@@ -536,7 +536,7 @@ fn emit_column(
     j: u32,
     m: u32,
 ) {
-    let total = index.totals[m as usize];
+    let total = index.totals()[m as usize];
     let total_f = total as f64;
     if total == 0 || total_f <= view.y0 {
         return;

@@ -14,9 +14,9 @@
 //! # Data flow
 //!
 //! ```text
-//!  Snapshot ──Allocations::replay──▶ Allocations            (memscope-snapshot)
-//!      │                                 │
-//!      └────────TimelineIndex::new◀──────┘   once per device, in the rank's worker:
+//!  Snapshot ──Allocations::replay──▶ DeviceModel            (memscope-snapshot)
+//!      │                                 │      (shared with analysis, fleet, allocator)
+//!      └───TimelineIndex::from_model◀────┘   once per device, in the rank's worker:
 //!                     │                      O(events + allocations)
 //!                     ├──layout(&index, &view)──▶ Strips   per view: pixels decide
 //!                     │                             │      the work and the size

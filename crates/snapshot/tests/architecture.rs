@@ -43,6 +43,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         &[
             "memscope-snapshot",
             "memscope-analysis",
+            "memscope-allocator",
             "memscope-pickle",
             "memscope-json",
         ],

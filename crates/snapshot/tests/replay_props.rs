@@ -3,7 +3,8 @@
 //! Random but valid-shaped snapshots are written as JSON text (and as pickles, by a tiny
 //! writer below) and go through the real loader. The expected figures come from a
 //! deliberately simple O(n²) reading of `docs/semantics.md`: list every allocation with
-//! the moments it starts and ends, then sum the live ones at every moment.
+//! the moments it starts and ends, then sum the live ones at every moment. The
+//! [`DeviceModel`] built on the replay is checked against the same reading.
 
 // Tests fail loudly on unexpected errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +12,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use memscope_snapshot::{load_bytes, summarize, Allocations, Origin, Snapshot, NONE};
+use memscope_snapshot::{
+    load_bytes, summarize, Allocations, DeviceModel, Origin, Snapshot, NONE, NO_MOMENT,
+};
 use proptest::prelude::*;
 
 // ------------------------------------------------------------------ generated snapshots
@@ -475,6 +478,8 @@ struct Model {
     /// Allocated bytes at every moment.
     allocated: Vec<i128>,
     peak_reserved: i128,
+    /// Reserved bytes at every moment.
+    reserved: Vec<i128>,
     implicit_frees: u64,
 }
 
@@ -624,7 +629,8 @@ fn model(snap: &Snap) -> Model {
     let net: i128 = entries.iter().map(delta).sum();
     let reserved_at =
         |m: usize| reserved_bytes - net + entries[..m].iter().map(delta).sum::<i128>();
-    let peak_reserved = (0..=n).map(reserved_at).max().unwrap();
+    let reserved: Vec<i128> = (0..=n).map(reserved_at).collect();
+    let peak_reserved = *reserved.iter().max().unwrap();
 
     Model {
         initial_allocated: u64::try_from(allocated[0]).unwrap(),
@@ -632,6 +638,7 @@ fn model(snap: &Snap) -> Model {
         allocated,
         allocs,
         peak_reserved,
+        reserved,
         implicit_frees,
     }
 }
@@ -700,6 +707,55 @@ fn check_replay(snap: &Snap, loaded: &Snapshot) -> Result<(), TestCaseError> {
     prop_assert_eq!(have, want);
     let origins: Vec<Origin> = m.allocs.iter().map(|a| a.origin).collect();
     prop_assert_eq!(&got.origin, &origins);
+
+    // The device model: moments, curves and clock, against the naive reading.
+    let dm = DeviceModel::new(loaded, got);
+    let n = snap.entries.len();
+    let moments: Vec<(u32, u32, u32)> = m
+        .allocs
+        .iter()
+        .map(|a| {
+            (
+                a.start.map_or(0, |k| k as u32 + 1),
+                a.end.map_or(n as u32 + 1, |k| k as u32 + 1),
+                a.free_requested.map_or(NO_MOMENT, |k| k as u32 + 1),
+            )
+        })
+        .collect();
+    let have: Vec<(u32, u32, u32)> = (0..dm.allocs.len())
+        .map(|i| (dm.start[i], dm.end[i], dm.pending[i]))
+        .collect();
+    prop_assert_eq!(have, moments);
+    prop_assert_eq!(
+        dm.before as usize,
+        m.allocs.iter().filter(|a| a.start.is_none()).count()
+    );
+    let allocated: Vec<i128> = dm.allocated.iter().map(|&b| i128::from(b)).collect();
+    prop_assert_eq!(&allocated, &m.allocated);
+    let reserved: Vec<i128> = (0..=n as u32).map(|k| dm.reserved_at(k)).collect();
+    prop_assert_eq!(&reserved, &m.reserved);
+    // The clock: µs since the first entry with a time; untimed entries take the previous
+    // time (leading ones the first), and it never goes back.
+    let first = snap.entries.iter().find_map(|e| e.time_us);
+    prop_assert_eq!(dm.first_time_us, first);
+    let clock: Vec<i64> = match first {
+        None => Vec::new(),
+        Some(t0) => {
+            let mut now = 0;
+            snap.entries
+                .iter()
+                .map(|e| {
+                    now = e.time_us.map_or(now, |t| now.max(t - t0));
+                    now
+                })
+                .collect()
+        }
+    };
+    prop_assert_eq!(&dm.time_us, &clock);
+    for k in 0..=n as u32 + 1 {
+        let want = (!clock.is_empty()).then(|| clock[(k as usize).saturating_sub(1).min(n - 1)]);
+        prop_assert_eq!(dm.moment_time_us(k), want);
+    }
 
     // The summary reports the same peaks (when the device is reported at all).
     let reported = !snap.entries.is_empty()

@@ -3,8 +3,10 @@
 //! The analyses of `memscope-fleet` work on a `RankModel` per device (replayed
 //! allocations, the timeline of allocated bytes, call sites, phases). A worker builds
 //! them once per rank, on the first fleet question, from the replay it already keeps
-//! for drawing ([`RankModel::from_allocations`]), and keeps them in a [`Cache`] beside
+//! for drawing ([`RankModel::from_model`], sharing the device's model), and keeps them in a [`Cache`] beside
 //! the rank: the heatmap and compare questions that follow reuse them.
+
+use std::sync::Arc;
 
 use js_sys::Array;
 use memscope_fleet::{
@@ -29,7 +31,7 @@ fn models<'a>(rank: &Rank, cache: &'a mut Option<Cache>, path: Option<&str>) -> 
         let models = rank
             .devices
             .iter()
-            .map(|d| RankModel::from_allocations(path, &rank.snap, d.allocs.clone()))
+            .map(|d| RankModel::from_model(path, &rank.snap, Arc::clone(&d.model)))
             .collect();
         *cache = Some(Cache {
             path: path.to_owned(),

@@ -22,7 +22,7 @@ use memscope_render::{
 };
 use memscope_snapshot::{Allocations, Snapshot};
 
-use crate::{now_ms, DeviceModel};
+use crate::{now_ms, Device};
 
 /// The most matches a search sends to the page (the count is always exact).
 const SEARCH_IDS: usize = 1_000_000;
@@ -62,11 +62,11 @@ struct Parts<'a> {
 }
 
 /// Answers `request` about device `d` of `snap`, with the buffers to transfer.
-pub fn handle(snap: &Snapshot, d: &mut DeviceModel, request: LensRequest) -> (LensResponse, Array) {
+pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensResponse, Array) {
     let started = now_ms();
     d.analysis(snap);
-    let DeviceModel {
-        allocs,
+    let Device {
+        model,
         index,
         analysis,
         lens,
@@ -78,7 +78,7 @@ pub fn handle(snap: &Snapshot, d: &mut DeviceModel, request: LensRequest) -> (Le
     };
     let mut p = Parts {
         snap,
-        allocs,
+        allocs: &model.allocs,
         index,
         analysis,
         cache: lens,
@@ -131,10 +131,7 @@ pub fn handle(snap: &Snapshot, d: &mut DeviceModel, request: LensRequest) -> (Le
                     p.index.moment_x(Axis::Events, m0),
                     p.index.moment_x(Axis::Events, m1),
                 ),
-                time_us: (
-                    p.analysis.moment_time_us(snap, m0),
-                    p.analysis.moment_time_us(snap, m1),
-                ),
+                time_us: (p.analysis.moment_time_us(m0), p.analysis.moment_time_us(m1)),
                 summary,
             })
         }
@@ -224,7 +221,6 @@ pub fn handle(snap: &Snapshot, d: &mut DeviceModel, request: LensRequest) -> (Le
         LensRequest::WhatIf(query) => LensResponse::WhatIf(Box::new(whatif::answer(
             &mut p.cache.whatif,
             snap,
-            p.allocs,
             p.index,
             p.analysis,
             query,
@@ -312,7 +308,7 @@ fn moment(p: &Parts<'_>, at: At, started: f64) -> MomentAnswer {
     MomentAnswer {
         moment: m,
         event: a.event_of_moment(m).map(|k| a.event_row(p.snap, k)),
-        time_us: a.moment_time_us(p.snap, m),
+        time_us: a.moment_time_us(m),
         x_time: p.index.moment_x(Axis::Time, m),
         x_events: p.index.moment_x(Axis::Events, m),
         state: a.state_at(m),
@@ -413,7 +409,7 @@ fn lane_hit(p: &mut Parts<'_>, row: u32, x: f64) -> LaneHitAnswer {
         return out;
     }
     out.moment = Some(m);
-    out.time_us = p.analysis.moment_time_us(p.snap, m);
+    out.time_us = p.analysis.moment_time_us(m);
     let ids = memscope_render::lane_hit(p.index, lanes, layout, row, x);
     out.items = ids.into_iter().map(|id| item(p.analysis, id, m)).collect();
     out

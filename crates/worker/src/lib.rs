@@ -19,6 +19,7 @@ mod warmup;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::{Array, Float32Array, Uint32Array};
@@ -27,13 +28,14 @@ use memscope_protocol::{
     post_transferring, AggregateSummary, Axis, Codec, LegendEntry, Request, Response, Strips, View,
 };
 use memscope_render::{layout, legend, Aggregate, TimelineIndex, MIXED_SITE};
-use memscope_snapshot::{Allocations, Snapshot};
+use memscope_snapshot::{DeviceModel, Snapshot};
 use wasm_bindgen::prelude::*;
 
-/// One device of a loaded rank.
-struct DeviceModel {
+/// One device of a loaded rank: its model, built once and shared by the timeline index,
+/// the analysis, the fleet reports and the allocator replay.
+struct Device {
     device: i32,
-    allocs: Allocations,
+    model: Arc<DeviceModel>,
     index: TimelineIndex,
     /// The query indexes, built on the first question that needs them.
     analysis: Option<DeviceAnalysis>,
@@ -41,11 +43,11 @@ struct DeviceModel {
     lens: lens::LensCache,
 }
 
-impl DeviceModel {
+impl Device {
     /// The query indexes of this device of `snap` (built on first use).
     fn analysis(&mut self, snap: &Snapshot) -> &mut DeviceAnalysis {
-        let (allocs, analysis) = (&self.allocs, &mut self.analysis);
-        analysis.get_or_insert_with(|| DeviceAnalysis::new(snap, allocs))
+        let (model, analysis) = (&self.model, &mut self.analysis);
+        analysis.get_or_insert_with(|| DeviceAnalysis::from_model(snap, Arc::clone(model)))
     }
 }
 
@@ -54,7 +56,7 @@ struct Rank {
     /// The file's base name.
     name: String,
     snap: Snapshot,
-    devices: Vec<DeviceModel>,
+    devices: Vec<Device>,
 }
 
 /// Ranks this worker holds.
@@ -257,7 +259,7 @@ impl Worker for RankWorker {
                 let ranks = self.ranks.borrow();
                 let detail = ranks.loaded.get(&rank_key).and_then(|rank| {
                     let d = rank.devices.iter().find(|d| d.device == device)?;
-                    detail::detail(&rank.snap, &d.allocs, &d.index, rank_key, allocation)
+                    detail::detail(&rank.snap, &d.model.allocs, &d.index, rank_key, allocation)
                 });
                 if let Some(detail) = detail {
                     scope.respond(id, Response::Detail(Box::new(detail)));

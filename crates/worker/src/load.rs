@@ -1,16 +1,19 @@
 //! Loading one rank: bytes in chunks from a `File`, a URL or a buffer, into the model.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use gloo_worker::{HandlerId, WorkerScope};
 use js_sys::Uint8Array;
 use memscope_protocol::{DeviceInfo, Phase, RankInfo, Response, Source};
 use memscope_render::{Axis, TimelineIndex};
-use memscope_snapshot::{Allocations, DeviceSummary, Loader, SettingValue, Snapshot, NO_TIME};
+use memscope_snapshot::{
+    Allocations, DeviceModel, DeviceSummary, Loader, SettingValue, Snapshot, NO_TIME,
+};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::{now_ms, DeviceModel, Rank, RankWorker};
+use crate::{now_ms, Device, Rank, RankWorker};
 
 /// Bytes of a buffer handed over whole decoded per step: large enough that the steps
 /// cost nothing, small enough that progress and cancellation stay responsive.
@@ -25,7 +28,7 @@ const PROGRESS_MS: f64 = 50.0;
 /// A rank read and analysed.
 pub struct Loaded {
     pub snap: Snapshot,
-    pub devices: Vec<DeviceModel>,
+    pub devices: Vec<Device>,
     pub load_ms: f64,
     pub started_epoch_ms: f64,
     pub timings: Vec<(String, f64)>,
@@ -238,14 +241,14 @@ pub async fn load(
         .into_iter()
         .map(|device| {
             let t = now_ms();
-            let allocs = Allocations::replay(&snap, device);
+            let model = Arc::new(DeviceModel::new(&snap, Allocations::replay(&snap, device)));
             let t2 = now_ms();
-            let index = TimelineIndex::new(&snap, &allocs);
+            let index = TimelineIndex::from_model(&snap, Arc::clone(&model));
             replay_ms += t2 - t;
             index_ms += now_ms() - t2;
-            DeviceModel {
+            Device {
                 device,
-                allocs,
+                model,
                 index,
                 analysis: None,
                 lens: Default::default(),
@@ -273,7 +276,7 @@ pub fn rank_info(
     rank_key: u32,
     name: &str,
     snap: &Snapshot,
-    devices: &[DeviceModel],
+    devices: &[Device],
     load_ms: f64,
     started_epoch_ms: f64,
     timings: Vec<(String, f64)>,
@@ -297,8 +300,9 @@ pub fn rank_info(
         devices: devices
             .iter()
             .map(|d| {
-                let events = d.allocs.trace.len() as u32;
+                let events = d.model.allocs.trace.len() as u32;
                 let start_time_us = d
+                    .model
                     .allocs
                     .trace
                     .clone()
@@ -306,8 +310,8 @@ pub fn rank_info(
                     .find(|&t| t != NO_TIME)
                     .map_or(0.0, |t| t as f64);
                 DeviceInfo {
-                    summary: DeviceSummary::new(name, snap, &d.allocs),
-                    allocations: d.allocs.len() as u32,
+                    summary: DeviceSummary::new(name, snap, &d.model.allocs),
+                    allocations: d.model.allocs.len() as u32,
                     has_time: d.index.has_time(),
                     time_span_us: if d.index.has_time() {
                         let (x0, x1) = d.index.x_range(Axis::Time);

@@ -42,7 +42,9 @@ fn kind_rule(kind: AnomalyKind) -> String {
         AnomalyKind::Fragmentation => format!(
             "Cached bytes that could not serve a request by the allocator's rule (a free \
              block of the same pool, stream and rounded size): at an OOM, when they would \
-             have covered it; or peak reserved above peak allocated by {:.0} % and {}.",
+             have covered it; or peak reserved above peak allocated by {:.0} % and {}. \
+             Its cost: recorded peak reserved − peak reserved with expandable segments \
+             (the trace replayed through the caching allocator's model).",
             th.fragmentation_min_excess_share * 100.0,
             format_bytes(th.fragmentation_min_excess_bytes),
         ),
@@ -247,7 +249,23 @@ fn fragmentation_evidence(ev: &FragmentationEvidence) -> Vec<HtmlElement> {
     };
     let f = &ev.free_by_pool;
     let facts = facts_list(&[
-        ("Costs", format_bytes(ev.cost_bytes)),
+        (
+            "Costs",
+            if ev.expandable_recorded {
+                format!(
+                    "{} (expandable segments were already on)",
+                    format_bytes(ev.cost_bytes)
+                )
+            } else {
+                format!(
+                    "{} (peak reserved {} recorded, {} replayed with expandable segments)",
+                    format_bytes(ev.cost_bytes),
+                    format_bytes(ev.peak_reserved_bytes),
+                    format_bytes(ev.expandable_peak_reserved_bytes)
+                )
+            },
+        ),
+        ("Unusable cached", format_bytes(ev.unusable_bytes)),
         ("At", when),
         ("Request", request),
         (

@@ -206,7 +206,7 @@ pub fn answer(
         total_weight: tree.total_weight() as f64,
         unit,
         moment,
-        time_us: moment.and_then(|m| a.moment_time_us(snap, m)),
+        time_us: moment.and_then(|m| a.moment_time_us(m)),
         max_depth: tree.max_depth(),
         nodes: tree.len() as u32,
         selected_path,

@@ -7,7 +7,7 @@ use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::lens::{WhatIfAnswer, WhatIfQuery, WhatIfRow};
 use memscope_render::{Axis, TimelineIndex};
 use memscope_snapshot::units::{format_bytes, format_count};
-use memscope_snapshot::{Allocations, Snapshot};
+use memscope_snapshot::Snapshot;
 
 use crate::now_ms;
 
@@ -21,7 +21,6 @@ pub(crate) struct WhatIfCache {
 pub(crate) fn answer(
     cache: &mut WhatIfCache,
     snap: &Snapshot,
-    allocs: &Allocations,
     index: &TimelineIndex,
     analysis: &DeviceAnalysis,
     query: WhatIfQuery,
@@ -30,7 +29,7 @@ pub(crate) fn answer(
     let prepare_started = now_ms();
     let input = cache
         .input
-        .get_or_insert_with(|| ReplayInput::new(snap, allocs, analysis));
+        .get_or_insert_with(|| ReplayInput::new(snap, analysis));
     let prepare_ms = now_ms() - prepare_started;
     let (mut recorded, mut notes) = Config::recorded(snap);
     if input.unplaced > 0 {
