@@ -288,7 +288,9 @@ fn bad_files_are_reported_and_the_others_still_count() {
     let lines: Vec<&str> = anomalies.stdout.lines().collect();
     assert_eq!(lines[0], "no anomaly in 1 rank(s)");
     assert!(
-        lines[1].starts_with("rank 0: 2 iterations from the repeated (call site, size)"),
+        lines[1].starts_with(
+            "rank 0: 2 iterations or repeated layers: the (call site, size) allocations"
+        ),
         "{}",
         anomalies.stdout
     );

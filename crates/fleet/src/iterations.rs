@@ -162,11 +162,12 @@ impl Iterations {
                 "{} iterations from ProfilerStep annotations",
                 self.count() - usize::from(self.partial_first)
             ),
-            source => format!(
-                "{} iterations from {}, every {} allocations ({:.0} % of them recur one \
-                 period later)",
+            // Memory alone cannot tell a training loop's steps from the layers of one
+            // pass that repeat and give back what they take: say both.
+            IterationSource::AllocationSequence => format!(
+                "{} iterations or repeated layers: the (call site, size) allocations repeat \
+                 every {} allocations ({:.0} % of them recur one period later)",
                 self.count() - usize::from(self.partial_first),
-                source.describe(),
                 self.period_allocations.unwrap_or(0),
                 self.match_share.unwrap_or(0.0) * 100.0
             ),
