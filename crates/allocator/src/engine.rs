@@ -291,6 +291,27 @@ impl<'c> Engine<'c> {
         }
     }
 
+    /// Cuts block `id` after its first `keep_bytes`: the rest becomes a new block of the
+    /// same segment, pool, stream and state, linked after `id`. The caller files it in
+    /// the free or unmapped set.
+    fn split_tail(&mut self, id: u32, keep_bytes: u64) -> u32 {
+        let b = self.blocks[id as usize];
+        let rest = self.new_block(Block {
+            addr: b.addr + keep_bytes,
+            size: b.size - keep_bytes,
+            prev: id,
+            next: b.next,
+            ..b
+        });
+        if b.next != NIL {
+            self.blocks[b.next as usize].prev = rest;
+        }
+        let blk = &mut self.blocks[id as usize];
+        blk.next = rest;
+        blk.size = keep_bytes;
+        rest
+    }
+
     fn link(&mut self, a: u32, b: u32) {
         if a != NIL {
             self.blocks[a as usize].next = b;
@@ -470,20 +491,7 @@ impl<'c> Engine<'c> {
             self.cfg.max_split_size_bytes.is_none_or(|m| rounded < m) && remaining > SMALL_SIZE
         };
         if split {
-            let rest = self.new_block(Block {
-                addr: b.addr + rounded,
-                size: remaining,
-                prev: id,
-                next: b.next,
-                allocated: false,
-                ..b
-            });
-            if b.next != NIL {
-                self.blocks[b.next as usize].prev = rest;
-            }
-            let blk = &mut self.blocks[id as usize];
-            blk.next = rest;
-            blk.size = rounded;
+            let rest = self.split_tail(id, rounded);
             self.insert_free(rest);
         }
         let blk = &mut self.blocks[id as usize];
@@ -678,19 +686,8 @@ impl<'c> Engine<'c> {
             self.blocks[id as usize].prev = before;
             self.insert_free(before);
         }
-        let end = b.addr + b.size;
-        if end > hi {
-            let after = self.new_block(Block {
-                addr: hi,
-                size: end - hi,
-                prev: id,
-                next: b.next,
-                ..b
-            });
-            if b.next != NIL {
-                self.blocks[b.next as usize].prev = after;
-            }
-            self.blocks[id as usize].next = after;
+        if b.addr + b.size > hi {
+            let after = self.split_tail(id, hi - b.addr);
             self.insert_free(after);
         }
         {
@@ -851,24 +848,10 @@ impl<'c> Engine<'c> {
         }
         self.remove_unmapped(id);
         if b.size > mapped {
-            let rest = self.new_block(Block {
-                addr: b.addr + mapped,
-                size: b.size - mapped,
-                prev: id,
-                next: b.next,
-                ..b
-            });
-            if b.next != NIL {
-                self.blocks[b.next as usize].prev = rest;
-            }
-            self.blocks[id as usize].next = rest;
+            let rest = self.split_tail(id, mapped);
             self.insert_unmapped(rest);
         }
-        {
-            let blk = &mut self.blocks[id as usize];
-            blk.size = mapped;
-            blk.mapped = true;
-        }
+        self.blocks[id as usize].mapped = true;
         self.reserved += mapped;
         self.record(SegmentKind::SegmentMap, b.addr, mapped);
         let merged = self.merge_neighbours(id);
