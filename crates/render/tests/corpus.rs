@@ -6,28 +6,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{check, fixtures, Naive};
+use common::{check, corpus, fixtures, Naive};
 use memscope_render::{is_aggregate, layout, legend, Axis, TimelineIndex, TimelineView, NO_MOMENT};
 use memscope_snapshot::{load_bytes, Allocations, Snapshot, NONE};
 use serde_json::Value;
-
-fn corpus() -> Vec<(String, Snapshot)> {
-    let dir = fixtures().join("corpus/real");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
-            (name, load_bytes(&std::fs::read(&p).unwrap()).unwrap())
-        })
-        .collect()
-}
 
 fn reference_peak(file: &str, device: i32) -> u64 {
     let text = std::fs::read_to_string(fixtures().join("expected/corpus.jsonl")).unwrap();

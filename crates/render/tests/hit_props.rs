@@ -20,14 +20,13 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
-use common::{fixtures, Naive};
+use common::{corpus, Naive};
 use memscope_render::{
     is_aggregate, layout, Axis, Strips, TimelineIndex, TimelineView, MIXED_SITE, NO_MOMENT,
     WINDOW_PX,
 };
-use memscope_snapshot::{load_bytes, Allocations, Snapshot};
+use memscope_snapshot::Allocations;
 
 /// xorshift64*: a fixed seed, so a failure reproduces.
 struct Rng(u64);
@@ -52,22 +51,6 @@ impl Rng {
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
     }
-}
-
-fn corpus() -> Vec<(String, Snapshot)> {
-    let dir = fixtures().join("corpus/real");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
-            (name, load_bytes(&std::fs::read(&p).unwrap()).unwrap())
-        })
-        .collect()
 }
 
 /// One live allocation in the naive stack at a moment: `(id, bottom, top)` in bytes.

@@ -7,10 +7,27 @@ use std::path::PathBuf;
 
 use memscope_render::palette::{self, Overlay};
 use memscope_render::{is_aggregate, Strips, TimelineIndex, TimelineView, NO_MOMENT};
-use memscope_snapshot::{Allocations, Snapshot, NONE};
+use memscope_snapshot::{load_bytes, Allocations, Snapshot, NONE};
 
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// Every real snapshot of the corpus fixtures, by file name, in name order.
+pub fn corpus() -> Vec<(String, Snapshot)> {
+    let dir = fixtures().join("corpus/real");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, load_bytes(&std::fs::read(&p).unwrap()).unwrap())
+        })
+        .collect()
 }
 
 /// Allocation lifetimes in moments and allocated bytes per moment, straight from the
