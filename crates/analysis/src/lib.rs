@@ -82,18 +82,18 @@ use std::sync::Arc;
 use memscope_snapshot::{Allocations, DeviceModel, Snapshot, SparseEvents, StackId, NONE};
 
 pub use events::EventRow;
+pub use memscope_snapshot::DEFAULT_POOL;
 pub use pools::{PoolEnvelope, PoolStripe};
 pub use query::{
     LiveAllocation, OomEvent, PointRow, PointView, RangeGroup, RangeSummary, StackBytes,
 };
 pub use rounding::{roundup_power2_next_division, RoundingRule, MIN_BLOCK_BYTES};
 pub use search::{parse_address, parse_size, SearchError, SearchKind, SearchResult, SizeQuery};
-pub use segments::DEFAULT_POOL;
 pub use settings::{AllocatorSettings, RoundupRow, SettingRow};
 pub use state::{AllocatorState, BlockView, FreeGap, SegmentView, StateTotals};
 pub use table::{Direction, SortKey, TablePage, TableRow};
 
-use segments::SegmentTimeline;
+use segments::SegmentIndex;
 use sites::Sites;
 use stab::StabIndex;
 
@@ -117,7 +117,8 @@ pub struct DeviceAnalysis {
     /// Allocations with a `free_requested`, by its moment.
     by_pending: Vec<u32>,
     sites: Sites,
-    segments: SegmentTimeline,
+    /// The model's segment pieces by lifetime.
+    segments: SegmentIndex,
     rounding: RoundingRule,
     pools: pools::Pools,
     settings: AllocatorSettings,
@@ -186,8 +187,8 @@ impl DeviceAnalysis {
             sites.intern(snap, snap.events.stack[e as usize]);
         }
 
-        let segments = SegmentTimeline::new(snap, allocs.device, trace.clone());
-        for &s in &segments.stack {
+        let segments = SegmentIndex::new(&model.segments);
+        for &s in &model.segments.stack {
             sites.intern(snap, s);
         }
         let rounding = RoundingRule::of(snap);
@@ -364,7 +365,7 @@ impl DeviceAnalysis {
 
     /// Bytes reserved at moment `m`: Σ sizes of the segments then (see `state_at`).
     pub fn reserved_bytes(&self, m: u32) -> u64 {
-        self.segments.reserved_at(m)
+        self.segments.reserved_at(&self.model.segments, m)
     }
 
     /// Bytes held on the heap by the indexes (for memory reports; the shared model is
@@ -381,7 +382,7 @@ impl DeviceAnalysis {
 
     /// The stream value of entry `e` (global index).
     pub(crate) fn stream_of_event(snap: &Snapshot, e: usize) -> u64 {
-        segments::stream_value(snap, snap.events.stream[e])
+        memscope_snapshot::stream_value(snap, snap.events.stream[e])
     }
 
     /// The `pool_id` an entry carries, if any.

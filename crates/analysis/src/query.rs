@@ -265,7 +265,7 @@ impl DeviceAnalysis {
                 stream: DeviceAnalysis::stream_of_event(snap, e),
                 live_bytes,
                 live_allocations,
-                reserved_bytes: self.segments.reserved_at(m),
+                reserved_bytes: self.segments.reserved_at(&self.model.segments, m),
                 largest: live
                     .into_iter()
                     .map(|id| self.live_allocation(id))

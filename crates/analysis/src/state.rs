@@ -145,14 +145,14 @@ impl DeviceAnalysis {
     /// at any moment.
     pub fn state_at(&self, m: u32) -> AllocatorState {
         let m = m.min(self.model.events);
-        let pieces = self.segments.live_at(m);
+        let pieces = self.segments.live_at(&self.model.segments, m);
         let mut live = self.live_unsorted(m);
         live.sort_unstable_by_key(|&id| (self.model.allocs.addr[id as usize], self.rank(id)));
 
         // Segments: runs of pieces that continue one another.
         let mut segments: Vec<SegmentView> = Vec::new();
         let mut i = 0;
-        let seg = &self.segments;
+        let seg = &self.model.segments;
         while i < pieces.len() {
             let first = pieces[i];
             let mut last = first;

@@ -17,11 +17,19 @@
 //! predecessor takes the predecessor's, so times never decrease and can be binary
 //! searched. Without any `time_us` there is no clock.
 //!
-//! Memory: 12 bytes per allocation for the moments, 8 per entry for the allocated curve
-//! and 8 per entry for the clock (when there is one), plus the reserved curve's steps.
+//! # Segments
+//!
+//! The segments over the trace ([`SegmentLives`]: pieces, lives, the piece of each
+//! allocation) are part of the model, so the segment timeline, the allocator state at a
+//! moment and the pools read one definition.
+//!
+//! Memory: 12 bytes per allocation for the moments, 4 for its segment piece, 8 per entry for the allocated curve
+//! and 8 per entry for the clock (when there is one), plus the reserved curve's steps
+//! and the segment pieces.
 
 use crate::alloc::Allocations;
 use crate::model::{Snapshot, NONE, NO_TIME};
+use crate::segments::SegmentLives;
 
 /// Marks an absent moment (no `free_requested`).
 pub const NO_MOMENT: u32 = u32::MAX;
@@ -56,6 +64,8 @@ pub struct DeviceModel {
     pub time_us: Vec<i64>,
     /// Entries without their own `time_us` in a trace that has some.
     pub untimed_entries: u64,
+    /// The segments over the trace.
+    pub segments: SegmentLives,
 }
 
 impl DeviceModel {
@@ -138,7 +148,9 @@ impl DeviceModel {
             }
         }
 
+        let segments = SegmentLives::new(snap, &allocs, &start);
         DeviceModel {
+            segments,
             events,
             before: (count - traced) as u32,
             start,

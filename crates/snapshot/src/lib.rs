@@ -37,6 +37,7 @@ pub mod frames;
 mod intern;
 mod load;
 mod model;
+mod segments;
 mod summary;
 pub mod units;
 mod warnings;
@@ -49,6 +50,9 @@ pub use load::{load_bytes, load_reader, LoadError, Loader, ReadError};
 pub use model::{
     Action, Annotations, BlockState, Blocks, Encoding, Events, History, Segments, Setting,
     SettingValue, Snapshot, SparseEvents, Trace, HOST_DEVICE, NONE, NO_DEVICE, NO_TIME,
+};
+pub use segments::{
+    find_pool, snapshot_ranges, stream_value, SegmentLife, SegmentLives, DEFAULT_POOL,
 };
 pub use summary::{base_name, rank_from_name, summarize, DeviceSummary};
 pub use warnings::{Warning, WarningKey, Warnings};
