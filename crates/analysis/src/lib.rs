@@ -69,7 +69,6 @@ mod rounding;
 mod search;
 mod segments;
 mod settings;
-mod sites;
 mod stab;
 mod state;
 mod table;
@@ -94,7 +93,6 @@ pub use state::{AllocatorState, BlockView, FreeGap, SegmentView, StateTotals};
 pub use table::{Direction, SortKey, TablePage, TableRow};
 
 use segments::SegmentIndex;
-use sites::Sites;
 use stab::StabIndex;
 
 /// Marks an absent moment (no `free_requested`).
@@ -112,11 +110,8 @@ pub struct DeviceAnalysis {
     block_size: Vec<(u32, u64)>,
     /// Lifetimes `[start, end − 1]` of every allocation.
     alloc_index: StabIndex,
-    /// Allocations ending inside the trace, by end moment.
-    by_end: Vec<u32>,
     /// Allocations with a `free_requested`, by its moment.
     by_pending: Vec<u32>,
-    sites: Sites,
     /// The model's segment pieces by lifetime.
     segments: SegmentIndex,
     rounding: RoundingRule,
@@ -159,18 +154,20 @@ impl DeviceAnalysis {
         debug_assert!(by_start
             .windows(2)
             .all(|w| start[w[0] as usize] <= start[w[1] as usize]));
-        let by_end_all = stab::counting_sort_ids(count, n as usize + 2, |id| end[id as usize]);
+        // Every allocation by end: the model's order of those ending inside the trace,
+        // then those live at the end.
+        let by_end_all: Vec<u32> = model
+            .by_end
+            .iter()
+            .copied()
+            .chain((0..count as u32).filter(|&id| end[id as usize] > n))
+            .collect();
         let alloc_index = StabIndex::build(
             &by_start,
             &by_end_all,
             |id| u64::from(start[id as usize]),
             |id| u64::from(end[id as usize] - 1),
         );
-        let by_end: Vec<u32> = by_end_all
-            .iter()
-            .copied()
-            .filter(|&id| end[id as usize] <= n)
-            .collect();
         drop(by_end_all);
         let by_pending: Vec<u32> =
             stab::counting_sort_ids(count, n as usize + 2, |id| pending[id as usize].min(n + 1))
@@ -178,19 +175,7 @@ impl DeviceAnalysis {
                 .filter(|&id| pending[id as usize] != NO_MOMENT)
                 .collect();
 
-        // Call-site labels of every stack shown: allocations' and entries'.
-        let mut sites = Sites::new(snap);
-        for &s in &allocs.stack {
-            sites.intern(snap, s);
-        }
-        for e in trace.clone() {
-            sites.intern(snap, snap.events.stack[e as usize]);
-        }
-
         let segments = SegmentIndex::new(&model.segments);
-        for &s in &model.segments.stack {
-            sites.intern(snap, s);
-        }
         let rounding = RoundingRule::of(snap);
         let settings = AllocatorSettings::of(snap);
         let mut analysis = DeviceAnalysis {
@@ -198,9 +183,7 @@ impl DeviceAnalysis {
             trace,
             block_size,
             alloc_index,
-            by_end,
             by_pending,
-            sites,
             segments,
             rounding,
             pools: pools::Pools::default(),
@@ -269,13 +252,13 @@ impl DeviceAnalysis {
 
     /// Every call-site label; rows refer to them by index (`site`).
     pub fn site_labels(&self) -> &[String] {
-        self.sites.labels()
+        self.model.sites.labels.as_slice()
     }
 
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: u32) -> &str {
         match self.model.allocs.stack.get(id as usize) {
-            Some(&s) => self.sites.label(self.sites.of(s)),
+            Some(&s) => self.model.sites.label(self.model.sites.of(s)),
             None => NO_STACK_LABEL,
         }
     }
@@ -371,10 +354,9 @@ impl DeviceAnalysis {
     /// Bytes held on the heap by the indexes (for memory reports; the shared model is
     /// not counted).
     pub fn heap_bytes(&self) -> usize {
-        (self.by_end.capacity() + self.by_pending.capacity()) * 4
+        self.by_pending.capacity() * 4
             + self.block_size.capacity() * 16
             + self.alloc_index.heap_bytes()
-            + self.sites.heap_bytes()
             + self.segments.heap_bytes()
             + self.pools.heap_bytes()
             + self.cache.heap_bytes()

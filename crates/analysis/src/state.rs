@@ -173,7 +173,7 @@ impl DeviceAnalysis {
                 pool_id: seg.pool[f],
                 expandable: seg.expandable[f],
                 snapshot_segment,
-                site: self.sites.of(seg.stack[f]),
+                site: self.model.sites.of(seg.stack[f]),
                 allocated_bytes: 0,
                 rounded_bytes: 0,
                 pending_free_bytes: 0,
@@ -319,7 +319,7 @@ impl DeviceAnalysis {
             },
             rounded_estimated: estimated,
             pending_free: self.model.pending[i] <= m,
-            site: self.sites.of(self.model.allocs.stack[i]),
+            site: self.model.sites.of(self.model.allocs.stack[i]),
         }
     }
 }

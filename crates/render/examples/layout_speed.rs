@@ -68,7 +68,7 @@ fn report(path: &PathBuf) -> Result<(), String> {
         let model = Arc::new(DeviceModel::new(&snap, allocs));
         let derive = start.elapsed();
         let start = Instant::now();
-        let index = TimelineIndex::from_model(&snap, model);
+        let index = TimelineIndex::from_model(model);
         let build = start.elapsed();
         println!(
             "{} device {device}: {} ({}), {} events, {} allocations, peak {}",

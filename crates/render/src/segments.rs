@@ -226,8 +226,8 @@ impl Segments {
             .map(|&rank| position[rank as usize])
             .collect();
         let mut end_start = vec![0u32; n_rows + 1];
-        for &rank in &index.by_end {
-            let r = row_of_rank[rank as usize];
+        for rank in index.end_ranks() {
+            let r = row_of_rank[rank];
             if r != NONE {
                 end_start[r as usize + 1] += 1;
             }
@@ -237,10 +237,10 @@ impl Segments {
         }
         let mut fill = end_start.clone();
         let mut by_end = vec![0u32; end_start[n_rows] as usize];
-        for &rank in &index.by_end {
-            let r = row_of_rank[rank as usize];
+        for rank in index.end_ranks() {
+            let r = row_of_rank[rank];
             if r != NONE {
-                by_end[fill[r as usize] as usize] = position[rank as usize];
+                by_end[fill[r as usize] as usize] = position[rank];
                 fill[r as usize] += 1;
             }
         }

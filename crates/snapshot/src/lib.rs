@@ -38,6 +38,7 @@ mod intern;
 mod load;
 mod model;
 mod segments;
+mod sites;
 mod summary;
 pub mod units;
 mod warnings;
@@ -54,5 +55,6 @@ pub use model::{
 pub use segments::{
     find_pool, snapshot_ranges, stream_value, SegmentLife, SegmentLives, DEFAULT_POOL,
 };
+pub use sites::SiteTable;
 pub use summary::{base_name, rank_from_name, summarize, DeviceSummary};
 pub use warnings::{Warning, WarningKey, Warnings};
