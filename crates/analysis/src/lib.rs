@@ -129,9 +129,10 @@ impl DeviceAnalysis {
     }
 
     /// Indexes the device of `model` (of `snap`), sharing it.
-    /// O(events + allocations + segment pieces · log) time; about 20 bytes per
-    /// allocation beside the model, plus the segment pieces and the call-site labels
-    /// (nothing per trace entry).
+    /// O(allocations + segment pieces · log) time; about 16 bytes per allocation beside
+    /// the model (the lifetime index, block sizes, pending frees), plus the index of the
+    /// model's segment pieces (nothing per trace entry). Call sites, the order of ends
+    /// and the segments are the model's.
     pub fn from_model(snap: &Snapshot, model: Arc<DeviceModel>) -> DeviceAnalysis {
         let allocs = &model.allocs;
         let trace = allocs.trace.clone();

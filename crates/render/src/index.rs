@@ -79,12 +79,13 @@ pub struct LegendEntry {
 /// than its predecessor takes the predecessor's time), so positions can be binary
 /// searched. Without any `time_us` the time axis is unavailable.
 ///
-/// Moments, the allocated and reserved curves and the clock are the device's
-/// [`DeviceModel`]'s (shared, not recomputed); the index adds the stacking order and the
-/// call sites' colours.
+/// Moments, the allocated and reserved curves, the clock, the call sites (their one
+/// table and labels) and the order of ends are the device's [`DeviceModel`]'s (shared,
+/// not recomputed); the index adds the stacking order (sizes, moments and sites copied
+/// in rank order for the layout's sweeps) and the call sites' colours.
 ///
-/// Memory beside the model: 28 bytes per allocation, plus the distinct call-site
-/// labels — no per-event heap objects.
+/// Memory beside the model: 24 bytes per allocation and one byte per call site — no
+/// per-event heap objects.
 #[derive(Clone, Debug)]
 pub struct TimelineIndex {
     pub(crate) model: Arc<DeviceModel>,

@@ -195,6 +195,22 @@ impl DeviceModel {
         }
     }
 
+    /// Bytes held on the heap by what the model derives (moments, curves, clock,
+    /// segments, sites, the order of ends), not counting the allocations it wraps.
+    pub fn heap_bytes(&self) -> usize {
+        (self.start.capacity()
+            + self.pending.capacity()
+            + self.end.capacity()
+            + self.reserved_moments.capacity()
+            + self.site.capacity()
+            + self.by_end.capacity())
+            * 4
+            + (self.allocated.capacity() + self.time_us.capacity()) * 8
+            + self.reserved_values.capacity() * 16
+            + self.segments.heap_bytes()
+            + self.sites.heap_bytes()
+    }
+
     /// The device.
     pub fn device(&self) -> i32 {
         self.allocs.device
