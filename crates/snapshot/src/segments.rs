@@ -15,7 +15,9 @@
 //! expandable segment shrinks back through its `segment_map`s. A range removed in part
 //! (an unmap in the middle of a mapped range) leaves the rest as it was. Going
 //! backwards from the snapshot is what makes moment 0 exact: the snapshot lists every
-//! segment, the trace only those that changed.
+//! segment, the trace only those that changed. A damaged trace that makes a segment
+//! over a range still reserved (its `segment_free` missing) shows the range from the
+//! later `segment_alloc` only: the earlier one has nothing left to remove.
 //!
 //! The replay produces *pieces*: an address range with the moments `[start, end)` it is
 //! reserved over and the attributes of the segment it belongs to. Attributes: from its
