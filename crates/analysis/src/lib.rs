@@ -251,7 +251,8 @@ impl DeviceAnalysis {
         self.model.first_time_us.is_some()
     }
 
-    /// Every call-site label; rows refer to them by index (`site`).
+    /// Every call-site label of the device (the model's one site table); rows refer to
+    /// them by index (`site`).
     pub fn site_labels(&self) -> &[String] {
         self.model.sites.labels.as_slice()
     }

@@ -124,8 +124,9 @@ pub struct AllocatorState {
 impl DeviceAnalysis {
     /// The allocator at moment `m` (clamped to the last moment).
     ///
-    /// Segments come from the snapshot replayed backwards (see the `segments` module
-    /// docs); their blocks are the allocations live at `m` whose address lies inside,
+    /// Segments are the device model's ([`SegmentLives`](memscope_snapshot::SegmentLives):
+    /// the snapshot's segments replayed backwards, pieces that continue one another
+    /// joined); their blocks are the allocations live at `m` whose address lies inside,
     /// and the gaps between block ends ([`BlockView::rounded_size_bytes`]) are the
     /// allocator's cached free space.
     ///

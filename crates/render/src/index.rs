@@ -49,7 +49,7 @@ pub struct Span {
 /// One row of the legend: a call site and the bytes it holds at the peak.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LegendEntry {
-    /// The call site's label ([`site_label`]).
+    /// The call site's label ([`site_label`](memscope_snapshot::frames::site_label)).
     pub label: String,
     /// Its colour (RGBA8, see [`palette`]).
     pub color: u32,
