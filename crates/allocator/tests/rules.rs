@@ -275,6 +275,56 @@ fn expandable_segments_map_pages_as_needed() {
 }
 
 #[test]
+fn expandable_segments_small_pages_one_segment_per_stream_and_empty_cache_unmaps_whole_pages() {
+    // Small-pool pages are 2 MiB (kSmallBuffer). Stream 0: 600 KiB maps one page at
+    // BASE; 1 MiB fits the 1448 KiB left; another 1 MiB finds 424 KiB and maps the
+    // next page, starting right after the second block (BASE + 1624 KiB, across the
+    // page boundary). Stream 1 gets its own expandable segment, 2 TiB above (past the
+    // first one's 1 TiB of address space): 5 MiB maps one 20 MiB large page.
+    // Freeing the third block leaves 1624 KiB..4 MiB free: the second page is wholly
+    // free, the first is not. empty_cache (release_cached_blocks: large pool, then
+    // small) unmaps stream 1's whole page, then the second small page only.
+    const KIB: u64 = 1 << 10;
+    let s1 = BASE + (2 << 40);
+    let third = BASE + 600 * KIB + MIB;
+    let r = assert_reproduced(
+        &[
+            ("segment_map", BASE, 2 * MIB, 0),
+            ("alloc", BASE, 600 * KIB, 0),
+            ("alloc", BASE + 600 * KIB, MIB, 0),
+            ("segment_map", BASE + 2 * MIB, 2 * MIB, 0),
+            ("alloc", third, MIB, 0),
+            ("segment_map", s1, 20 * MIB, 1),
+            ("alloc", s1, 5 * MIB, 1),
+            ("free_requested", third, MIB, 0),
+            ("free_completed", third, MIB, 0),
+            ("free_requested", s1, 5 * MIB, 1),
+            ("free_completed", s1, 5 * MIB, 1),
+            ("segment_unmap", s1, 20 * MIB, 1),
+            ("segment_unmap", BASE + 2 * MIB, 2 * MIB, 0),
+        ],
+        "expandable_segments:True",
+    );
+    let events: Vec<(SegmentKind, u64, u64)> = r
+        .segment_events
+        .iter()
+        .map(|e| (e.kind, e.address, e.size_bytes))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (SegmentKind::SegmentMap, BASE, 2 * MIB),
+            (SegmentKind::SegmentMap, BASE + 2 * MIB, 2 * MIB),
+            (SegmentKind::SegmentMap, s1, 20 * MIB),
+            (SegmentKind::SegmentUnmap, s1, 20 * MIB),
+            (SegmentKind::SegmentUnmap, BASE + 2 * MIB, 2 * MIB),
+        ]
+    );
+    assert_eq!(r.peak_reserved_bytes, 24 * MIB);
+    assert_eq!(r.final_reserved_bytes, 2 * MIB);
+}
+
+#[test]
 fn expandable_segments_prefer_a_gap_over_the_growable_tail() {
     // Page 20 MiB. A 2 MiB, B 2 MiB, C 2 MiB; free A: gap 2 MiB @0, tail 14 MiB free
     // (+ unmapped after it). A 2 MiB request takes the gap, not the tail.

@@ -48,7 +48,7 @@ impl DeviceAnalysis {
     pub fn event_row(&self, snap: &Snapshot, k: u32) -> EventRow {
         let e = (self.trace.start + k) as usize;
         let ev = &snap.events;
-        let site = self.sites.of(ev.stack[e]);
+        let site = self.model.sites.of(ev.stack[e]);
         let t = ev.time_us[e];
         EventRow {
             index: k,
@@ -62,7 +62,7 @@ impl DeviceAnalysis {
             },
             stream: DeviceAnalysis::stream_of_event(snap, e),
             site,
-            call_site: self.sites.label(site).to_owned(),
+            call_site: self.model.sites.label(site).to_owned(),
             allocation: self.allocation_of_event(snap, k),
             pool_id: DeviceAnalysis::pool_of_event(snap, e),
             device_free_bytes: SparseEvents::find(&ev.sparse.device_free, e as u32),
@@ -89,7 +89,7 @@ impl DeviceAnalysis {
                 (i < traced && self.model.start[i] == m).then_some(i as u32)
             }
             Action::FreeRequested => find(&self.by_pending, &self.model.pending),
-            Action::FreeCompleted | Action::Free => find(&self.by_end, &self.model.end),
+            Action::FreeCompleted | Action::Free => find(&self.model.by_end, &self.model.end),
             Action::Annotate => {
                 let addr = snap.events.addr[e];
                 let mut hit = None;

@@ -69,7 +69,6 @@ mod rounding;
 mod search;
 mod segments;
 mod settings;
-mod sites;
 mod stab;
 mod state;
 mod table;
@@ -82,19 +81,18 @@ use std::sync::Arc;
 use memscope_snapshot::{Allocations, DeviceModel, Snapshot, SparseEvents, StackId, NONE};
 
 pub use events::EventRow;
+pub use memscope_snapshot::DEFAULT_POOL;
 pub use pools::{PoolEnvelope, PoolStripe};
 pub use query::{
     LiveAllocation, OomEvent, PointRow, PointView, RangeGroup, RangeSummary, StackBytes,
 };
 pub use rounding::{roundup_power2_next_division, RoundingRule, MIN_BLOCK_BYTES};
 pub use search::{parse_address, parse_size, SearchError, SearchKind, SearchResult, SizeQuery};
-pub use segments::DEFAULT_POOL;
 pub use settings::{AllocatorSettings, RoundupRow, SettingRow};
 pub use state::{AllocatorState, BlockView, FreeGap, SegmentView, StateTotals};
 pub use table::{Direction, SortKey, TablePage, TableRow};
 
-use segments::SegmentTimeline;
-use sites::Sites;
+use segments::SegmentIndex;
 use stab::StabIndex;
 
 /// Marks an absent moment (no `free_requested`).
@@ -112,12 +110,10 @@ pub struct DeviceAnalysis {
     block_size: Vec<(u32, u64)>,
     /// Lifetimes `[start, end − 1]` of every allocation.
     alloc_index: StabIndex,
-    /// Allocations ending inside the trace, by end moment.
-    by_end: Vec<u32>,
     /// Allocations with a `free_requested`, by its moment.
     by_pending: Vec<u32>,
-    sites: Sites,
-    segments: SegmentTimeline,
+    /// The model's segment pieces by lifetime.
+    segments: SegmentIndex,
     rounding: RoundingRule,
     pools: pools::Pools,
     settings: AllocatorSettings,
@@ -133,9 +129,10 @@ impl DeviceAnalysis {
     }
 
     /// Indexes the device of `model` (of `snap`), sharing it.
-    /// O(events + allocations + segment pieces · log) time; about 20 bytes per
-    /// allocation beside the model, plus the segment pieces and the call-site labels
-    /// (nothing per trace entry).
+    /// O(allocations + segment pieces · log) time; about 16 bytes per allocation beside
+    /// the model (the lifetime index, block sizes, pending frees), plus the index of the
+    /// model's segment pieces (nothing per trace entry). Call sites, the order of ends
+    /// and the segments are the model's.
     pub fn from_model(snap: &Snapshot, model: Arc<DeviceModel>) -> DeviceAnalysis {
         let allocs = &model.allocs;
         let trace = allocs.trace.clone();
@@ -158,18 +155,20 @@ impl DeviceAnalysis {
         debug_assert!(by_start
             .windows(2)
             .all(|w| start[w[0] as usize] <= start[w[1] as usize]));
-        let by_end_all = stab::counting_sort_ids(count, n as usize + 2, |id| end[id as usize]);
+        // Every allocation by end: the model's order of those ending inside the trace,
+        // then those live at the end.
+        let by_end_all: Vec<u32> = model
+            .by_end
+            .iter()
+            .copied()
+            .chain((0..count as u32).filter(|&id| end[id as usize] > n))
+            .collect();
         let alloc_index = StabIndex::build(
             &by_start,
             &by_end_all,
             |id| u64::from(start[id as usize]),
             |id| u64::from(end[id as usize] - 1),
         );
-        let by_end: Vec<u32> = by_end_all
-            .iter()
-            .copied()
-            .filter(|&id| end[id as usize] <= n)
-            .collect();
         drop(by_end_all);
         let by_pending: Vec<u32> =
             stab::counting_sort_ids(count, n as usize + 2, |id| pending[id as usize].min(n + 1))
@@ -177,19 +176,7 @@ impl DeviceAnalysis {
                 .filter(|&id| pending[id as usize] != NO_MOMENT)
                 .collect();
 
-        // Call-site labels of every stack shown: allocations' and entries'.
-        let mut sites = Sites::new(snap);
-        for &s in &allocs.stack {
-            sites.intern(snap, s);
-        }
-        for e in trace.clone() {
-            sites.intern(snap, snap.events.stack[e as usize]);
-        }
-
-        let segments = SegmentTimeline::new(snap, allocs.device, trace.clone());
-        for &s in &segments.stack {
-            sites.intern(snap, s);
-        }
+        let segments = SegmentIndex::new(&model.segments);
         let rounding = RoundingRule::of(snap);
         let settings = AllocatorSettings::of(snap);
         let mut analysis = DeviceAnalysis {
@@ -197,9 +184,7 @@ impl DeviceAnalysis {
             trace,
             block_size,
             alloc_index,
-            by_end,
             by_pending,
-            sites,
             segments,
             rounding,
             pools: pools::Pools::default(),
@@ -266,15 +251,16 @@ impl DeviceAnalysis {
         self.model.first_time_us.is_some()
     }
 
-    /// Every call-site label; rows refer to them by index (`site`).
+    /// Every call-site label of the device (the model's one site table); rows refer to
+    /// them by index (`site`).
     pub fn site_labels(&self) -> &[String] {
-        self.sites.labels()
+        self.model.sites.labels.as_slice()
     }
 
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: u32) -> &str {
         match self.model.allocs.stack.get(id as usize) {
-            Some(&s) => self.sites.label(self.sites.of(s)),
+            Some(&s) => self.model.sites.label(self.model.sites.of(s)),
             None => NO_STACK_LABEL,
         }
     }
@@ -364,16 +350,15 @@ impl DeviceAnalysis {
 
     /// Bytes reserved at moment `m`: Σ sizes of the segments then (see `state_at`).
     pub fn reserved_bytes(&self, m: u32) -> u64 {
-        self.segments.reserved_at(m)
+        self.segments.reserved_at(&self.model.segments, m)
     }
 
     /// Bytes held on the heap by the indexes (for memory reports; the shared model is
     /// not counted).
     pub fn heap_bytes(&self) -> usize {
-        (self.by_end.capacity() + self.by_pending.capacity()) * 4
+        self.by_pending.capacity() * 4
             + self.block_size.capacity() * 16
             + self.alloc_index.heap_bytes()
-            + self.sites.heap_bytes()
             + self.segments.heap_bytes()
             + self.pools.heap_bytes()
             + self.cache.heap_bytes()
@@ -381,7 +366,7 @@ impl DeviceAnalysis {
 
     /// The stream value of entry `e` (global index).
     pub(crate) fn stream_of_event(snap: &Snapshot, e: usize) -> u64 {
-        segments::stream_value(snap, snap.events.stream[e])
+        memscope_snapshot::stream_value(snap, snap.events.stream[e])
     }
 
     /// The `pool_id` an entry carries, if any.

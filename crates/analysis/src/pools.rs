@@ -27,14 +27,12 @@
 //! the snapshot's (`find_pool_id`); the JavaScript only has the last. Active bytes are
 //! requested bytes, as everywhere in memscope.
 
-use std::collections::BTreeMap;
-
 use memscope_snapshot::{Allocations, Snapshot, NONE};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::segments::{find_pool, snapshot_ranges, stream_value, DEFAULT_POOL};
 use crate::DeviceAnalysis;
+use memscope_snapshot::{find_pool, snapshot_ranges, stream_value, DEFAULT_POOL};
 
 /// One private pool on one stream over time. Curves are steps: `x_moments[i]` is where
 /// the value becomes `x_bytes[i]`; the first step is at moment 0.
@@ -142,8 +140,8 @@ impl Pools {
             let pool = own
                 .or_else(|| {
                     a.segments
-                        .containing(m, ev.addr[e])
-                        .map(|p| a.segments.pool[p as usize])
+                        .containing(&a.model.segments, m, ev.addr[e])
+                        .map(|p| a.model.segments.pool[p as usize])
                 })
                 .or_else(|| find_pool(&ranges, ev.addr[e]))
                 .unwrap_or(DEFAULT_POOL);
@@ -155,7 +153,7 @@ impl Pools {
         // Pools of allocations.
         let count = a.model.allocs.size.len();
         let mut pool_of = vec![NONE; count];
-        let containing = a.containing_pieces();
+        let containing = &a.model.segments.piece_of_alloc;
         for id in 0..count {
             let first_entry = [
                 allocs.alloc_event[id],
@@ -167,7 +165,7 @@ impl Pools {
             let own = first_entry.and_then(|e| DeviceAnalysis::pool_of_event(snap, e as usize));
             let piece = containing[id];
             let pool = own
-                .or_else(|| (piece != NONE).then(|| a.segments.pool[piece as usize]))
+                .or_else(|| (piece != NONE).then(|| a.model.segments.pool[piece as usize]))
                 .or_else(|| find_pool(&ranges, a.model.allocs.addr[id]))
                 .unwrap_or(DEFAULT_POOL);
             if pool == DEFAULT_POOL {
@@ -175,7 +173,7 @@ impl Pools {
             }
             let stream = match first_entry {
                 Some(e) => DeviceAnalysis::stream_of_event(snap, e as usize),
-                None if piece != NONE => a.segments.stream[piece as usize],
+                None if piece != NONE => a.model.segments.stream[piece as usize],
                 None => 0,
             };
             pool_of[id] = keys.of(pool, stream);
@@ -336,42 +334,5 @@ impl DeviceAnalysis {
                 stripe
             })
             .collect()
-    }
-
-    /// Per allocation: the segment piece containing its address at its start moment,
-    /// or [`NONE`]. A sweep over moments: O((allocations + pieces) · log pieces).
-    pub(crate) fn containing_pieces(&self) -> Vec<u32> {
-        let seg = &self.segments;
-        let count = self.model.allocs.size.len();
-        let mut out = vec![NONE; count];
-        let mut by_start: Vec<u32> = (0..seg.len() as u32).collect();
-        by_start.sort_unstable_by_key(|&p| seg.start[p as usize]);
-        let mut by_end: Vec<u32> = (0..seg.len() as u32).collect();
-        by_end.sort_unstable_by_key(|&p| seg.end[p as usize]);
-        let mut live: BTreeMap<u64, u32> = BTreeMap::new();
-        let (mut next_start, mut next_end) = (0, 0);
-        for rank in 0..count as u32 {
-            let id = self.id_of_rank(rank);
-            let m = self.model.start[id as usize];
-            while next_start < by_start.len() && seg.start[by_start[next_start] as usize] <= m {
-                let p = by_start[next_start];
-                live.insert(seg.addr[p as usize], p);
-                next_start += 1;
-            }
-            while next_end < by_end.len() && seg.end[by_end[next_end] as usize] <= m {
-                let p = by_end[next_end];
-                if live.get(&seg.addr[p as usize]) == Some(&p) {
-                    live.remove(&seg.addr[p as usize]);
-                }
-                next_end += 1;
-            }
-            let addr = self.model.allocs.addr[id as usize];
-            if let Some((_, &p)) = live.range(..=addr).next_back() {
-                if addr - seg.addr[p as usize] < seg.size[p as usize] {
-                    out[id as usize] = p;
-                }
-            }
-        }
-        out
     }
 }

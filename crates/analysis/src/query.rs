@@ -141,9 +141,11 @@ impl DeviceAnalysis {
         let last = partition_point(count, |r| start_of_rank(r) <= m1);
         let allocated: Vec<u32> = (first..last).map(|r| self.id_of_rank(r)).collect();
         let lo = self
+            .model
             .by_end
             .partition_point(|&id| self.model.end[id as usize] <= m0);
         let hi = self
+            .model
             .by_end
             .partition_point(|&id| self.model.end[id as usize] <= m1);
         RangeSummary {
@@ -151,7 +153,7 @@ impl DeviceAnalysis {
             m1,
             alive_throughout: self.group(&alive, top),
             allocated: self.group(&allocated, top),
-            freed: self.group(&self.by_end[lo..hi], top),
+            freed: self.group(&self.model.by_end[lo..hi], top),
         }
     }
 
@@ -177,11 +179,11 @@ impl DeviceAnalysis {
                 .into_iter()
                 .take(top)
                 .map(|(stack, allocations, bytes)| {
-                    let site = self.sites.of(memscope_snapshot::StackId(stack));
+                    let site = self.model.sites.of(memscope_snapshot::StackId(stack));
                     StackBytes {
                         stack,
                         site,
-                        call_site: self.sites.label(site).to_owned(),
+                        call_site: self.model.sites.label(site).to_owned(),
                         allocations,
                         bytes,
                     }
@@ -207,7 +209,7 @@ impl DeviceAnalysis {
                     offset_bytes: offset,
                     size_bytes: self.model.allocs.size[i],
                     pending_free: self.model.pending[i] <= m,
-                    site: self.sites.of(self.model.allocs.stack[i]),
+                    site: self.model.sites.of(self.model.allocs.stack[i]),
                 };
                 offset = offset.saturating_add(self.model.allocs.size[i]);
                 row
@@ -265,7 +267,7 @@ impl DeviceAnalysis {
                 stream: DeviceAnalysis::stream_of_event(snap, e),
                 live_bytes,
                 live_allocations,
-                reserved_bytes: self.segments.reserved_at(m),
+                reserved_bytes: self.segments.reserved_at(&self.model.segments, m),
                 largest: live
                     .into_iter()
                     .map(|id| self.live_allocation(id))
@@ -278,13 +280,13 @@ impl DeviceAnalysis {
     /// Allocation `id` with its call site, for reports.
     pub fn live_allocation(&self, id: u32) -> LiveAllocation {
         let i = id as usize;
-        let site = self.sites.of(self.model.allocs.stack[i]);
+        let site = self.model.sites.of(self.model.allocs.stack[i]);
         LiveAllocation {
             id,
             address: self.model.allocs.addr[i],
             size_bytes: self.model.allocs.size[i],
             site,
-            call_site: self.sites.label(site).to_owned(),
+            call_site: self.model.sites.label(site).to_owned(),
         }
     }
 }

@@ -124,8 +124,9 @@ pub struct AllocatorState {
 impl DeviceAnalysis {
     /// The allocator at moment `m` (clamped to the last moment).
     ///
-    /// Segments come from the snapshot replayed backwards (see the `segments` module
-    /// docs); their blocks are the allocations live at `m` whose address lies inside,
+    /// Segments are the device model's ([`SegmentLives`](memscope_snapshot::SegmentLives):
+    /// the snapshot's segments replayed backwards, pieces that continue one another
+    /// joined); their blocks are the allocations live at `m` whose address lies inside,
     /// and the gaps between block ends ([`BlockView::rounded_size_bytes`]) are the
     /// allocator's cached free space.
     ///
@@ -145,14 +146,14 @@ impl DeviceAnalysis {
     /// at any moment.
     pub fn state_at(&self, m: u32) -> AllocatorState {
         let m = m.min(self.model.events);
-        let pieces = self.segments.live_at(m);
+        let pieces = self.segments.live_at(&self.model.segments, m);
         let mut live = self.live_unsorted(m);
         live.sort_unstable_by_key(|&id| (self.model.allocs.addr[id as usize], self.rank(id)));
 
         // Segments: runs of pieces that continue one another.
         let mut segments: Vec<SegmentView> = Vec::new();
         let mut i = 0;
-        let seg = &self.segments;
+        let seg = &self.model.segments;
         while i < pieces.len() {
             let first = pieces[i];
             let mut last = first;
@@ -173,7 +174,7 @@ impl DeviceAnalysis {
                 pool_id: seg.pool[f],
                 expandable: seg.expandable[f],
                 snapshot_segment,
-                site: self.sites.of(seg.stack[f]),
+                site: self.model.sites.of(seg.stack[f]),
                 allocated_bytes: 0,
                 rounded_bytes: 0,
                 pending_free_bytes: 0,
@@ -319,7 +320,7 @@ impl DeviceAnalysis {
             },
             rounded_estimated: estimated,
             pending_free: self.model.pending[i] <= m,
-            site: self.sites.of(self.model.allocs.stack[i]),
+            site: self.model.sites.of(self.model.allocs.stack[i]),
         }
     }
 }

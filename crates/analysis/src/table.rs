@@ -318,7 +318,7 @@ impl DeviceAnalysis {
         let i = id as usize;
         let (start, _, end) = self.lifetime(id);
         let lifetime_us = self.lifetime_us(id);
-        let site = self.sites.of(self.model.allocs.stack[i]);
+        let site = self.model.sites.of(self.model.allocs.stack[i]);
         TableRow {
             id,
             address: self.model.allocs.addr[i],
@@ -339,7 +339,7 @@ impl DeviceAnalysis {
             before_window: start == 0,
             live_at_end: end > self.model.events,
             site,
-            call_site: self.sites.label(site).to_owned(),
+            call_site: self.model.sites.label(site).to_owned(),
         }
     }
 }

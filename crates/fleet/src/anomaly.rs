@@ -625,7 +625,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         }
         let w = it.window_of(model.timeline.offset_of(a.alloc_event[i]));
         retained
-            .entry(model.alloc_site[i])
+            .entry(model.device.site[i])
             .or_default()
             .push((w, i as u32));
     }
@@ -638,7 +638,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         let made = it.window_of(model.timeline.offset_of(a.alloc_event[i]));
         let freed = it.window_of(model.timeline.offset_of(a.free_event[i]));
         if freed > made {
-            *carried_and_freed.entry(model.alloc_site[i]).or_default() += 1;
+            *carried_and_freed.entry(model.device.site[i]).or_default() += 1;
         }
     }
     let mut sites: Vec<(u32, Vec<(usize, u32)>)> = retained.into_iter().collect();
@@ -688,7 +688,7 @@ fn leaks(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
             .map(|w| model.timeline.first_event + it.range(w).end.saturating_sub(1) as u32)
             .collect();
         let mut live_at_end = vec![0u64; w_count];
-        for i in (0..a.len()).filter(|&i| model.alloc_site[i] == site) {
+        for i in (0..a.len()).filter(|&i| model.device.site[i] == site) {
             for (w, &e) in ends.iter().enumerate() {
                 if model.live_after(i, e) {
                     live_at_end[w] = live_at_end[w].saturating_add(a.size[i]);
@@ -875,7 +875,7 @@ fn hole_sources(
             }
             covered.push((a, b));
             let e = groups
-                .entry((model.alloc_site[id as usize], block))
+                .entry((model.device.site[id as usize], block))
                 .or_default();
             e.0 += new;
             e.1 += 1;
@@ -1129,13 +1129,16 @@ fn stalls(model: &RankModel, th: &Thresholds, out: &mut Vec<Anomaly>) {
         if gap < th.stall_min_us {
             continue;
         }
-        by_site.entry(model.alloc_site[i]).or_default().push(Stall {
-            id: i as u32,
-            bytes: a.size[i],
-            requested_us: requested,
-            completed_us: completed,
-            gap_us: gap,
-        });
+        by_site
+            .entry(model.device.site[i])
+            .or_default()
+            .push(Stall {
+                id: i as u32,
+                bytes: a.size[i],
+                requested_us: requested,
+                completed_us: completed,
+                gap_us: gap,
+            });
     }
     let mut sites: Vec<(u32, Vec<Stall>)> = by_site.into_iter().collect();
     sites.sort_unstable_by_key(|s| s.0);

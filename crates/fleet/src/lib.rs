@@ -89,7 +89,7 @@ pub use overview::{
 };
 pub use phases::{phases, Phase, PhaseLanes, PhaseList, RankPhases};
 pub use rank::{RankId, RankModel};
-pub use sites::{Site, SiteTable};
+pub use sites::{Site, SiteKeys};
 pub use timeline::Timeline;
 
 /// What one (file, device) contributes to a fleet: small, serializable, and enough for

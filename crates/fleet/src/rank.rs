@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::iterations::{self, Iterations};
 use crate::phases::{self, PhaseList};
-use crate::sites::{Site, SiteTable};
+use crate::sites::{Site, SiteKeys};
 use crate::timeline::Timeline;
 
 /// Which file and device a result is about.
@@ -63,10 +63,8 @@ pub struct RankModel {
     pub device: Arc<DeviceModel>,
     /// Allocated and reserved bytes after every entry (a view of `device`).
     pub timeline: Timeline,
-    /// Call sites of this snapshot.
-    pub sites: SiteTable,
-    /// The call site of each allocation (index in [`RankModel::sites`]).
-    pub alloc_site: Vec<u32>,
+    /// The keys of the device's allocation sites (indexed as the model's site ids).
+    pub sites: SiteKeys,
     /// Annotation scopes of the device.
     pub phases: PhaseList,
     /// Iteration windows of the trace.
@@ -84,21 +82,14 @@ impl RankModel {
     pub fn from_model(path: &str, snap: &Snapshot, model: Arc<DeviceModel>) -> RankModel {
         let device = model.device();
         let timeline = Timeline::new(Arc::clone(&model));
-        let mut sites = SiteTable::new();
-        let alloc_site: Vec<u32> = model
-            .allocs
-            .stack
-            .iter()
-            .map(|&s| sites.site_of(snap, s))
-            .collect();
+        let sites = SiteKeys::new(snap, &model.sites);
         let phases = phases::phases(snap, Some(device));
-        let iterations = iterations::detect(&timeline, &phases, &model.allocs, &alloc_site);
+        let iterations = iterations::detect(&timeline, &phases, &model.allocs, &model.site);
         RankModel {
             id: RankId::new(path, device),
             device: model,
             timeline,
             sites,
-            alloc_site,
             phases,
             iterations,
         }
@@ -117,9 +108,15 @@ impl RankModel {
             .collect()
     }
 
+    /// The call site of each allocation (index in [`RankModel::sites`]): the device
+    /// model's.
+    pub fn alloc_site(&self) -> &[u32] {
+        &self.device.site
+    }
+
     /// The site of allocation `id`.
     pub fn site(&self, id: usize) -> &Site {
-        self.sites.get(self.alloc_site[id])
+        self.sites.get(self.device.site[id])
     }
 
     /// The trace offset of an event index, or `None` for [`NONE`].
@@ -152,7 +149,7 @@ impl RankModel {
             if !self.live_after(i, event) {
                 continue;
             }
-            let site = self.alloc_site[i];
+            let site = self.device.site[i];
             let k = *index.entry(site).or_insert_with(|| {
                 out.push(SiteLive {
                     site,

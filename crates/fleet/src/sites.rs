@@ -9,7 +9,6 @@
 
 use memscope_snapshot::frames;
 use memscope_snapshot::{FrameId, Snapshot, StackId};
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// The key of allocations recorded without frames.
@@ -87,34 +86,27 @@ pub fn site_of_stack(snap: &Snapshot, stack: StackId) -> Site {
     }
 }
 
-/// Call sites of one snapshot, interned: each distinct stack is resolved once.
+/// The device model's call sites ([`memscope_snapshot::SiteTable`]: one table and one
+/// label rule for every view) with their keys, for comparing files.
 #[derive(Clone, Debug, Default)]
-pub struct SiteTable {
-    by_stack: FxHashMap<StackId, u32>,
-    by_key: FxHashMap<String, u32>,
-    /// Distinct sites, in order of first use; [`SiteTable::site_of`] indexes this.
+pub struct SiteKeys {
+    /// The allocations' sites, indexed as the model's site ids.
     pub sites: Vec<Site>,
 }
 
-impl SiteTable {
-    /// An empty table.
-    pub fn new() -> SiteTable {
-        SiteTable::default()
-    }
-
-    /// The index in [`SiteTable::sites`] of the call site of `stack`.
-    pub fn site_of(&mut self, snap: &Snapshot, stack: StackId) -> u32 {
-        if let Some(&i) = self.by_stack.get(&stack) {
-            return i;
-        }
-        let site = site_of_stack(snap, stack);
-        let next = self.sites.len() as u32;
-        let i = *self.by_key.entry(site.key.clone()).or_insert(next);
-        if i == next {
-            self.sites.push(site);
-        }
-        self.by_stack.insert(stack, i);
-        i
+impl SiteKeys {
+    /// The keys of the allocation sites of `table` (of `snap`).
+    pub fn new(snap: &Snapshot, table: &memscope_snapshot::SiteTable) -> SiteKeys {
+        let n = table.allocation_sites as usize;
+        let sites = table.frame[..n]
+            .iter()
+            .zip(&table.labels)
+            .map(|(&frame, label)| Site {
+                key: frame.map_or_else(|| NO_FRAMES_KEY.to_owned(), |f| frame_key(snap, f)),
+                label: label.clone(),
+            })
+            .collect();
+        SiteKeys { sites }
     }
 
     /// The site at index `i`.

@@ -93,7 +93,7 @@ fn a_model_from_an_existing_replay_is_the_same_model() {
         let own = RankModel::new(&p, &s, device);
         let given = RankModel::from_model(&p, &s, Arc::new(DeviceModel::replay(&s, device)));
         assert_eq!(given.id, own.id);
-        assert_eq!(given.alloc_site, own.alloc_site);
+        assert_eq!(given.alloc_site(), own.alloc_site());
         assert_eq!(given.timeline.allocated(), own.timeline.allocated());
         assert_eq!(given.timeline.time_span(), own.timeline.time_span());
         assert_eq!(given.phases, own.phases);

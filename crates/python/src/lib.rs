@@ -263,7 +263,7 @@ impl RawSnapshot {
                 "free_time_us",
                 &a.free_event.iter().map(|&e| time(e)).collect::<Vec<_>>(),
             ),
-            column_u32(py, "site", &model.alloc_site),
+            column_u32(py, "site", model.alloc_site()),
         ];
         Ok((a.device, cols))
     }

@@ -67,8 +67,9 @@ fn report(path: &PathBuf) -> Result<(), String> {
         let start = Instant::now();
         let model = Arc::new(DeviceModel::new(&snap, allocs));
         let derive = start.elapsed();
+        let model_heap = model.heap_bytes();
         let start = Instant::now();
-        let index = TimelineIndex::from_model(&snap, model);
+        let index = TimelineIndex::from_model(model);
         let build = start.elapsed();
         println!(
             "{} device {device}: {} ({}), {} events, {} allocations, peak {}",
@@ -81,9 +82,10 @@ fn report(path: &PathBuf) -> Result<(), String> {
             format_bytes(index.peak().bytes),
         );
         println!(
-            "  replay {}, DeviceModel::new {}, TimelineIndex::from_model {} ({} on the heap)",
+            "  replay {}, DeviceModel::new {} ({} on the heap), TimelineIndex::from_model {} ({} on the heap)",
             seconds(replay),
             seconds(derive),
+            format_bytes(model_heap as u64),
             seconds(build),
             format_bytes(index.heap_bytes() as u64)
         );

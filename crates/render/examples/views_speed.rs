@@ -172,7 +172,7 @@ fn report(path: &PathBuf) -> Result<(), String> {
         }
 
         // Segments.
-        let (build, segments) = timed(|| Segments::new(&snap, &allocs, &index));
+        let (build, segments) = timed(|| Segments::new(&index));
         println!(
             "  segments build {}  {} rows, {} allocations in no segment",
             ms(build),

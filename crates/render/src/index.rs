@@ -1,11 +1,9 @@
 //! [`TimelineIndex`]: one device's allocations arranged for the memory timeline,
 //! computed once (in the rank's worker) and queried by every [`layout`](crate::layout).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use memscope_snapshot::frames::site_label;
-use memscope_snapshot::{Allocations, DeviceModel, Snapshot, StackId, NONE};
+use memscope_snapshot::{Allocations, DeviceModel, Snapshot};
 use serde::{Deserialize, Serialize};
 
 use crate::palette;
@@ -51,7 +49,7 @@ pub struct Span {
 /// One row of the legend: a call site and the bytes it holds at the peak.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LegendEntry {
-    /// The call site's label ([`site_label`]).
+    /// The call site's label ([`site_label`](memscope_snapshot::frames::site_label)).
     pub label: String,
     /// Its colour (RGBA8, see [`palette`]).
     pub color: u32,
@@ -81,12 +79,13 @@ pub struct LegendEntry {
 /// than its predecessor takes the predecessor's time), so positions can be binary
 /// searched. Without any `time_us` the time axis is unavailable.
 ///
-/// Moments, the allocated and reserved curves and the clock are the device's
-/// [`DeviceModel`]'s (shared, not recomputed); the index adds the stacking order and the
-/// call sites' colours.
+/// Moments, the allocated and reserved curves, the clock, the call sites (their one
+/// table and labels) and the order of ends are the device's [`DeviceModel`]'s (shared,
+/// not recomputed); the index adds the stacking order (sizes, moments and sites copied
+/// in rank order for the layout's sweeps) and the call sites' colours.
 ///
-/// Memory beside the model: 28 bytes per allocation, plus the distinct call-site
-/// labels — no per-event heap objects.
+/// Memory beside the model: 24 bytes per allocation and one byte per call site — no
+/// per-event heap objects.
 #[derive(Clone, Debug)]
 pub struct TimelineIndex {
     pub(crate) model: Arc<DeviceModel>,
@@ -100,10 +99,8 @@ pub struct TimelineIndex {
     pub(crate) pending: Vec<u32>,
     pub(crate) end: Vec<u32>,
     pub(crate) site: Vec<u32>,
-    /// Ranks that end inside the trace, by end moment.
-    pub(crate) by_end: Vec<u32>,
-    /// Per call site: its label and palette index.
-    pub(crate) site_labels: Vec<String>,
+    /// Per call site of an allocation (the model's sites `0..allocation_sites`): its
+    /// palette index.
     pub(crate) site_palette: Vec<u8>,
     /// The palette entries last followed ([`TimelineIndex::follow_palette`]).
     pub(crate) followed: Option<Vec<(String, u8)>>,
@@ -113,14 +110,12 @@ impl TimelineIndex {
     /// Arranges `allocs` (one device of `snap`, from [`Allocations::replay`]), deriving
     /// its [`DeviceModel`]; a caller that keeps one uses [`TimelineIndex::from_model`].
     pub fn new(snap: &Snapshot, allocs: &Allocations) -> TimelineIndex {
-        TimelineIndex::from_model(snap, Arc::new(DeviceModel::new(snap, allocs.clone())))
+        TimelineIndex::from_model(Arc::new(DeviceModel::new(snap, allocs.clone())))
     }
 
-    /// Arranges the device of `model` (of `snap`), sharing it. O(allocations + distinct
-    /// stacks).
-    pub fn from_model(snap: &Snapshot, model: Arc<DeviceModel>) -> TimelineIndex {
+    /// Arranges the device of `model`, sharing it. O(allocations).
+    pub fn from_model(model: Arc<DeviceModel>) -> TimelineIndex {
         let allocs = &model.allocs;
-        let n = model.events as usize;
         let count = allocs.len();
         let before = model.before as usize;
         let traced = count - before;
@@ -137,43 +132,23 @@ impl TimelineIndex {
             pending: Vec::with_capacity(count),
             end: Vec::with_capacity(count),
             site: Vec::with_capacity(count),
-            by_end: Vec::new(),
-            site_labels: Vec::new(),
-            site_palette: Vec::new(),
+            site_palette: model
+                .sites
+                .allocation_labels()
+                .iter()
+                .map(|l| palette::palette_index_of(l))
+                .collect(),
             followed: None,
         };
-        let mut sites = Sites::new(snap);
         for rank in 0..count {
             let id = id_of_rank(rank, before, traced);
             index.size.push(allocs.size[id]);
             index.start.push(model.start[id]);
             index.pending.push(model.pending[id]);
             index.end.push(model.end[id]);
-            index.site.push(sites.of(allocs.stack[id]));
+            index.site.push(model.site[id]);
         }
         debug_assert!(index.start.is_sorted(), "Allocations are in trace order");
-        (index.site_labels, index.site_palette) = (sites.labels, sites.palette);
-
-        // Ranks ending inside the trace, by end moment (a counting sort).
-        let mut first_at = vec![0u32; n + 2];
-        for &e in &index.end {
-            if (e as usize) <= n {
-                first_at[e as usize + 1] += 1;
-            }
-        }
-        for m in 1..first_at.len() {
-            first_at[m] += first_at[m - 1];
-        }
-        index.by_end = vec![0; first_at[n + 1] as usize];
-        for (rank, &e) in index.end.iter().enumerate() {
-            if (e as usize) <= n {
-                let slot = &mut first_at[e as usize];
-                index.by_end[*slot as usize] = rank as u32;
-                *slot += 1;
-            }
-        }
-        drop(first_at);
-
         for (m, &bytes) in model.allocated.iter().enumerate() {
             if bytes > index.peak.bytes {
                 index.peak = Peak {
@@ -190,17 +165,32 @@ impl TimelineIndex {
     /// Bytes held on the heap (for memory reports; the shared model is not counted).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        let labels: usize = self.site_labels.iter().map(|l| l.capacity()).sum();
         self.size.capacity() * size_of::<u64>()
             + (self.start.capacity()
                 + self.pending.capacity()
                 + self.end.capacity()
-                + self.site.capacity()
-                + self.by_end.capacity())
+                + self.site.capacity())
                 * size_of::<u32>()
-            + self.site_labels.capacity() * size_of::<String>()
-            + labels
             + self.site_palette.capacity()
+    }
+
+    /// The rank of the `k`-th allocation to end inside the trace, in the model's order
+    /// of ends ([`DeviceModel::by_end`]: by end moment, ties in rank order).
+    pub(crate) fn end_rank(&self, k: usize) -> Option<usize> {
+        self.model.by_end.get(k).map(|&id| self.rank(id as usize))
+    }
+
+    /// The ranks ending inside the trace, by end moment.
+    pub(crate) fn end_ranks(&self) -> impl Iterator<Item = usize> + '_ {
+        self.model.by_end.iter().map(|&id| self.rank(id as usize))
+    }
+
+    /// How many allocations end inside the trace, at moment `m` or before.
+    pub(crate) fn ended_by(&self, m: u32) -> usize {
+        let end = &self.model.end;
+        self.model
+            .by_end
+            .partition_point(|&id| end[id as usize] <= m)
     }
 
     /// The device.
@@ -451,26 +441,37 @@ impl TimelineIndex {
         let before = self.site_palette.clone();
         let (bytes, _) = self.site_bytes_at(self.peak.moment);
         let hashes: Vec<u8> = self
-            .site_labels
+            .model
+            .sites
+            .allocation_labels()
             .iter()
             .map(|l| palette::palette_index_of(l))
             .collect();
-        let mut order: Vec<usize> = (0..self.site_labels.len()).collect();
+        let mut order: Vec<usize> = (0..self.model.sites.allocation_labels().len()).collect();
         order.sort_by(|&a, &b| {
             bytes[b]
                 .cmp(&bytes[a])
                 .then_with(|| hashes[a].cmp(&hashes[b]))
-                .then_with(|| self.site_labels[a].cmp(&self.site_labels[b]))
+                .then_with(|| {
+                    self.model.sites.allocation_labels()[a]
+                        .cmp(&self.model.sites.allocation_labels()[b])
+                })
         });
         let slots = palette::PALETTE.len();
         let mut used = vec![false; slots];
-        let mut placed = vec![false; self.site_labels.len()];
+        let mut placed = vec![false; self.model.sites.allocation_labels().len()];
         for (label, slot) in fixed {
             let slot = *slot as usize;
             if slot >= slots || used[slot] {
                 continue;
             }
-            if let Some(site) = self.site_labels.iter().position(|l| l == label) {
+            if let Some(site) = self
+                .model
+                .sites
+                .allocation_labels()
+                .iter()
+                .position(|l| l == label)
+            {
                 if label != NO_STACK_LABEL && !placed[site] {
                     self.site_palette[site] = slot as u8;
                     used[slot] = true;
@@ -483,19 +484,20 @@ impl TimelineIndex {
             if placed[site] {
                 continue;
             }
-            self.site_palette[site] = if self.site_labels[site] == NO_STACK_LABEL {
-                palette::NO_STACK_INDEX
-            } else {
-                free.next().map_or(hashes[site], |slot| slot as u8)
-            };
+            self.site_palette[site] =
+                if self.model.sites.allocation_labels()[site] == NO_STACK_LABEL {
+                    palette::NO_STACK_INDEX
+                } else {
+                    free.next().map_or(hashes[site], |slot| slot as u8)
+                };
         }
         self.site_palette != before
     }
 
     /// Requested bytes and allocation counts per call site live at moment `m`.
     fn site_bytes_at(&self, m: u32) -> (Vec<u64>, Vec<u32>) {
-        let mut bytes = vec![0u64; self.site_labels.len()];
-        let mut counts = vec![0u32; self.site_labels.len()];
+        let mut bytes = vec![0u64; self.model.sites.allocation_labels().len()];
+        let mut counts = vec![0u32; self.model.sites.allocation_labels().len()];
         let started = self.start.partition_point(|&s| s <= m);
         for rank in 0..started {
             if self.end[rank] > m {
@@ -509,12 +511,12 @@ impl TimelineIndex {
 
     /// The number of distinct call sites.
     pub fn sites(&self) -> usize {
-        self.site_labels.len()
+        self.model.sites.allocation_labels().len()
     }
 
     /// The label of call site `site` (ids `0..sites()`).
     pub fn site_label(&self, site: u32) -> &str {
-        &self.site_labels[site as usize]
+        &self.model.sites.allocation_labels()[site as usize]
     }
 
     /// The colour of call site `site` (RGBA8).
@@ -525,7 +527,13 @@ impl TimelineIndex {
     /// The colour of the call site labelled `label` on this device, or its label's hash
     /// colour when no allocation here has it.
     pub fn label_color(&self, label: &str) -> u32 {
-        match self.site_labels.iter().position(|l| l == label) {
+        match self
+            .model
+            .sites
+            .allocation_labels()
+            .iter()
+            .position(|l| l == label)
+        {
             Some(site) => self.site_color(site as u32),
             None => palette::color(palette::palette_index_of(label)),
         }
@@ -538,7 +546,7 @@ impl TimelineIndex {
 
     /// The call-site label of allocation `id`.
     pub fn call_site_label(&self, id: usize) -> &str {
-        &self.site_labels[self.site[self.rank(id)] as usize]
+        &self.model.sites.allocation_labels()[self.site[self.rank(id)] as usize]
     }
 
     /// The palette index of allocation `id`.
@@ -563,15 +571,15 @@ pub fn legend(index: &TimelineIndex, n: usize) -> Vec<LegendEntry> {
     let (bytes, counts) = index.site_bytes_at(index.peak.moment);
     let mut sites: Vec<usize> = (0..bytes.len()).filter(|&s| counts[s] > 0).collect();
     sites.sort_by(|&a, &b| {
-        bytes[b]
-            .cmp(&bytes[a])
-            .then_with(|| index.site_labels[a].cmp(&index.site_labels[b]))
+        bytes[b].cmp(&bytes[a]).then_with(|| {
+            index.model.sites.allocation_labels()[a].cmp(&index.model.sites.allocation_labels()[b])
+        })
     });
     sites
         .into_iter()
         .take(n)
         .map(|s| LegendEntry {
-            label: index.site_labels[s].clone(),
+            label: index.model.sites.allocation_labels()[s].clone(),
             color: palette::color(index.site_palette[s]),
             bytes: bytes[s],
             allocations: counts[s],
@@ -585,50 +593,5 @@ fn id_of_rank(rank: usize, before: usize, traced: usize) -> usize {
         rank + traced
     } else {
         rank - before
-    }
-}
-
-/// Call sites of stacks, memoised per stack and deduplicated by label.
-struct Sites<'a> {
-    snap: &'a Snapshot,
-    of_stack: Vec<u32>,
-    by_label: HashMap<String, u32>,
-    labels: Vec<String>,
-    palette: Vec<u8>,
-}
-
-impl<'a> Sites<'a> {
-    fn new(snap: &'a Snapshot) -> Self {
-        Sites {
-            snap,
-            of_stack: vec![NONE; snap.stacks.len()],
-            by_label: HashMap::new(),
-            labels: Vec::new(),
-            palette: Vec::new(),
-        }
-    }
-
-    fn of(&mut self, stack: StackId) -> u32 {
-        let memo = stack.0 as usize;
-        if let Some(&site) = self.of_stack.get(memo) {
-            if site != NONE {
-                return site;
-            }
-        }
-        let label = site_label(self.snap, stack);
-        let site = match self.by_label.get(&label) {
-            Some(&site) => site,
-            None => {
-                let site = self.labels.len() as u32;
-                self.palette.push(palette::palette_index_of(&label));
-                self.labels.push(label.clone());
-                self.by_label.insert(label, site);
-                site
-            }
-        };
-        if let Some(slot) = self.of_stack.get_mut(memo) {
-            *slot = site;
-        }
-        site
     }
 }

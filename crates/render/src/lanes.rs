@@ -187,7 +187,7 @@ pub struct Lanes {
 impl Lanes {
     /// Groups the allocations of `index` by call site and orders the rows by peak.
     pub fn new(index: &TimelineIndex) -> Lanes {
-        let sites = index.site_labels.len();
+        let sites = index.model.sites.allocation_labels().len();
         let count = index.size.len();
         // Each call site's peak of live bytes: a sweep over starts (ranks) and ends.
         let mut live = vec![0u64; sites];
@@ -197,15 +197,14 @@ impl Lanes {
         let (mut next_start, mut next_end) = (0usize, 0usize);
         loop {
             let s = index.start.get(next_start).copied();
-            let e = index.by_end.get(next_end).map(|&r| index.end[r as usize]);
+            let e = index.end_rank(next_end).map(|r| index.end[r]);
             let m = match (s, e) {
                 (Some(s), Some(e)) => s.min(e),
                 (Some(s), None) => s,
                 (None, Some(e)) => e,
                 (None, None) => break,
             };
-            while let Some(&r) = index.by_end.get(next_end) {
-                let r = r as usize;
+            while let Some(r) = index.end_rank(next_end) {
                 if index.end[r] != m {
                     break;
                 }
@@ -226,9 +225,10 @@ impl Lanes {
         }
         let mut order: Vec<usize> = (0..sites).filter(|&s| allocations[s] > 0).collect();
         order.sort_by(|&a, &b| {
-            peak[b]
-                .cmp(&peak[a])
-                .then_with(|| index.site_labels[a].cmp(&index.site_labels[b]))
+            peak[b].cmp(&peak[a]).then_with(|| {
+                index.model.sites.allocation_labels()[a]
+                    .cmp(&index.model.sites.allocation_labels()[b])
+            })
         });
         let mut row_of_site = vec![u32::MAX; sites];
         let rows: Vec<LaneRow> = order
@@ -237,7 +237,7 @@ impl Lanes {
             .map(|(row, &s)| {
                 row_of_site[s] = row as u32;
                 LaneRow {
-                    label: index.site_labels[s].clone(),
+                    label: index.model.sites.allocation_labels()[s].clone(),
                     color: palette::color(index.site_palette[s]),
                     peak_bytes: peak[s],
                     peak_moment: peak_moment[s],
@@ -264,20 +264,20 @@ impl Lanes {
             position[rank] = slot - member_start[row];
             fill[row] += 1;
         }
-        // Ends by row, in end order (index.by_end is).
+        // Ends by row, in the model's order of ends.
         let mut ends_start = vec![0u32; rows.len() + 1];
-        for &rank in &index.by_end {
-            let row = row_of_site[index.site[rank as usize] as usize] as usize;
+        for rank in index.end_ranks() {
+            let row = row_of_site[index.site[rank] as usize] as usize;
             ends_start[row + 1] += 1;
         }
         for r in 0..rows.len() {
             ends_start[r + 1] += ends_start[r];
         }
         let mut fill = ends_start.clone();
-        let mut ends = vec![0u32; index.by_end.len()];
-        for &rank in &index.by_end {
-            let row = row_of_site[index.site[rank as usize] as usize] as usize;
-            ends[fill[row] as usize] = position[rank as usize];
+        let mut ends = vec![0u32; index.model.by_end.len()];
+        for rank in index.end_ranks() {
+            let row = row_of_site[index.site[rank] as usize] as usize;
+            ends[fill[row] as usize] = position[rank];
             fill[row] += 1;
         }
         Lanes {

@@ -785,9 +785,7 @@ impl<'a> StackState<'a> {
                 .enumerate()
                 .map(|(rank, &t)| (t == 1).then(|| index.site[rank])),
         );
-        let next_end = index
-            .by_end
-            .partition_point(|&r| index.end[r as usize] <= m);
+        let next_end = index.ended_by(m);
         StackState {
             index,
             threshold,
@@ -805,8 +803,7 @@ impl<'a> StackState<'a> {
     /// ending on the way.
     fn advance(&mut self, m: u32) {
         let index = self.index;
-        while let Some(&rank) = index.by_end.get(self.next_end) {
-            let rank = rank as usize;
+        while let Some(rank) = index.end_rank(self.next_end) {
             if index.end[rank] > m {
                 break;
             }

@@ -3,30 +3,18 @@
 //!
 //! # Segments and their lives
 //!
-//! [`Segments::new`] replays the device's segment entries once (moments as in
-//! [`TimelineIndex`]: entry `k` starts moment `k + 1`):
+//! The segments over the trace are the device model's ([`SegmentLives`](memscope_snapshot::SegmentLives): the one
+//! segment-lifetime model, whose docs give the rule): one row per
+//! [`SegmentLife`](memscope_snapshot::SegmentLife) — an ordinary segment from its
+//! `segment_alloc` (or moment 0, made before the window) to its `segment_free` (or the
+//! end), an expandable one as the union of the ranges it maps over the whole trace, its
+//! address the lowest, its size the span to the highest. A row's pieces are its
+//! *extents* (address range × moments). Rows are grouped by pool (the default pool
+//! first), then stream, then sorted by address (and start).
 //!
-//! - `segment_alloc` at `a` starts a segment `[a, a + size)` (ending the one still
-//!   live at `a`, if a free is missing); `segment_free` at `a` ends it. A
-//!   `segment_free` of a segment the window never saw allocated reveals a segment made
-//!   before the window: live from moment 0 to the free.
-//! - Expandable segments grow with `segment_map` and shrink with `segment_unmap`. The
-//!   mapped address ranges are tracked as *extents* (address range × moments; a range
-//!   mapped next to a mapped one extends it). An unmapped range that was not mapped in
-//!   the window was mapped before it (from moment 0). One row is one expandable
-//!   segment: the union of the extents that overlap or touch in address, over the
-//!   whole trace; its address is the lowest, its size the span to the highest.
-//! - At the end, every segment of the snapshot ([`Snapshot::segments_on`]) that the
-//!   replay does not hold was made before the window and lives throughout (for an
-//!   expandable one: the parts of its range not mapped in the window).
-//!
-//! A row lives from its first moment to its last (`events + 1` when live at the end).
-//! Rows are grouped by pool (the default pool first), then stream, then sorted by
-//! address (and start).
-//!
-//! Each allocation belongs to the row whose address range contains its address among
-//! the rows live at its start; allocations that fall in none (files whose segments
-//! were not recorded) are counted in [`Segments::unmapped`] and not drawn.
+//! Each allocation belongs to the row of the piece holding it at its start
+//! ([`SegmentLives::piece_of_alloc`](memscope_snapshot::SegmentLives::piece_of_alloc)); allocations in none (files whose segments were
+//! not recorded) are counted in [`Segments::unmapped`] and not drawn.
 //!
 //! # What a row shows
 //!
@@ -67,9 +55,7 @@
 //! y is in pixels growing downwards from the top of row 0, relative to the top of the
 //! first visible row ([`lanes`](crate::lanes) has the same frame).
 
-use std::collections::{BTreeMap, HashMap};
-
-use memscope_snapshot::{Action, Allocations, Snapshot, SparseEvents, NONE};
+use memscope_snapshot::{DEFAULT_POOL, NONE};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{TimelineIndex, NO_MOMENT};
@@ -114,20 +100,8 @@ pub struct SegmentExtent {
     pub end: u32,
 }
 
-/// A mapped range being replayed (absolute addresses).
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    lo: u64,
-    hi: u64,
-    start: u32,
-    end: u32,
-    stream: u64,
-    pool_id: (i64, i64),
-    before: bool,
-}
-
 /// One device's segments with the allocations they hold, computed once per device.
-/// O(segment entries + allocations · log allocations); 24 bytes per allocation.
+/// O(segments · log segments + allocations · log allocations); 24 bytes per allocation.
 #[derive(Clone, Debug, Default)]
 pub struct Segments {
     rows: Vec<SegmentRow>,
@@ -150,302 +124,68 @@ pub struct Segments {
 }
 
 impl Segments {
-    /// Replays the segments of `allocs.device` and maps each allocation to one (see
-    /// the module docs).
-    pub fn new(snap: &Snapshot, allocs: &Allocations, index: &TimelineIndex) -> Segments {
-        let trace = allocs.trace.clone();
-        let end_of_trace = index.events().saturating_add(1);
-        let ev = &snap.events;
-        let stream_of = |e: usize| {
-            snap.streams
-                .get(ev.stream[e] as usize)
-                .copied()
-                .unwrap_or(0)
-        };
-        let pool_of = |e: usize| SparseEvents::find(&ev.sparse.pool_id, e as u32).unwrap_or((0, 0));
+    /// Lays the device model's segment lives out as rows and files each allocation
+    /// under the row of its segment piece (see the module docs).
+    pub fn new(index: &TimelineIndex) -> Segments {
+        let model = &index.model;
+        let lives = &model.segments;
+        let allocs = &model.allocs;
 
-        let mut regular: Vec<SegmentRow> = Vec::new();
-        let mut live_regular: HashMap<u64, usize> = HashMap::new();
-        let mut pieces: Vec<Piece> = Vec::new();
-        let mut live_pieces: BTreeMap<u64, usize> = BTreeMap::new();
-        let new_row =
-            |address, size_bytes, start, end, stream, pool_id, before_window| SegmentRow {
-                address,
-                size_bytes,
-                start,
-                end,
-                stream,
-                pool_id,
-                expandable: false,
-                before_window,
-                allocations: 0,
-            };
-
-        for (k, e) in trace.clone().enumerate() {
-            let e = e as usize;
-            let m = (k as u32).saturating_add(1);
-            let (a, size) = (ev.addr[e], ev.size[e]);
-            match snap.action(e) {
-                Action::SegmentAlloc => {
-                    let row = regular.len();
-                    regular.push(new_row(
-                        a,
-                        size,
-                        m,
-                        end_of_trace,
-                        stream_of(e),
-                        pool_of(e),
-                        false,
-                    ));
-                    if let Some(old) = live_regular.insert(a, row) {
-                        regular[old].end = m;
-                    }
-                }
-                Action::SegmentFree => match live_regular.remove(&a) {
-                    Some(row) => regular[row].end = m,
-                    None => regular.push(new_row(a, size, 0, m, stream_of(e), pool_of(e), true)),
-                },
-                Action::SegmentMap if size > 0 => {
-                    let hi = a.saturating_add(size);
-                    let (mut lo_all, mut hi_all) = (a, hi);
-                    let touching: Vec<u64> = live_pieces
-                        .range(..=hi)
-                        .rev()
-                        .take_while(|(_, &p)| pieces[p].hi >= a)
-                        .map(|(&lo, _)| lo)
-                        .collect();
-                    for lo in touching {
-                        if let Some(p) = live_pieces.remove(&lo) {
-                            pieces[p].end = m;
-                            lo_all = lo_all.min(pieces[p].lo);
-                            hi_all = hi_all.max(pieces[p].hi);
-                        }
-                    }
-                    live_pieces.insert(lo_all, pieces.len());
-                    pieces.push(Piece {
-                        lo: lo_all,
-                        hi: hi_all,
-                        start: m,
-                        end: end_of_trace,
-                        stream: stream_of(e),
-                        pool_id: pool_of(e),
-                        before: false,
-                    });
-                }
-                Action::SegmentUnmap if size > 0 => {
-                    let hi = a.saturating_add(size);
-                    let mut overlapping: Vec<u64> = live_pieces
-                        .range(..hi)
-                        .rev()
-                        .take_while(|(_, &p)| pieces[p].hi > a)
-                        .map(|(&lo, _)| lo)
-                        .collect();
-                    overlapping.reverse();
-                    let mut cursor = a;
-                    let (stream, pool_id) = (stream_of(e), pool_of(e));
-                    let add = |pieces: &mut Vec<Piece>, lo, hi, start, end, before| {
-                        pieces.push(Piece {
-                            lo,
-                            hi,
-                            start,
-                            end,
-                            stream,
-                            pool_id,
-                            before,
-                        });
-                        pieces.len() - 1
-                    };
-                    for lo in overlapping {
-                        let Some(p) = live_pieces.remove(&lo) else {
-                            continue;
-                        };
-                        let old = pieces[p];
-                        pieces[p].end = m;
-                        if old.lo > cursor {
-                            add(&mut pieces, cursor, old.lo, 0, m, true);
-                        }
-                        cursor = cursor.max(old.hi);
-                        if old.lo < a {
-                            let q = add(&mut pieces, old.lo, a, m, end_of_trace, false);
-                            live_pieces.insert(old.lo, q);
-                        }
-                        if old.hi > hi {
-                            let q = add(&mut pieces, hi, old.hi, m, end_of_trace, false);
-                            live_pieces.insert(hi, q);
-                        }
-                    }
-                    if cursor < hi {
-                        add(&mut pieces, cursor, hi, 0, m, true);
-                    }
-                }
-                _ => {}
-            }
-        }
-
-        // Segments of the snapshot the replay does not hold were made before the window.
-        let segs = &snap.segments;
-        for s in snap.segments_on(allocs.device) {
-            let (a, size) = (segs.address[s], segs.total_size[s]);
-            let stream = snap
-                .streams
-                .get(segs.stream[s] as usize)
-                .copied()
-                .unwrap_or(0);
-            let pool_id = segs.pool_id[s];
-            let hi = a.saturating_add(size);
-            let overlaps_mapped = live_pieces
-                .range(..hi)
-                .next_back()
-                .is_some_and(|(_, &p)| pieces[p].hi > a);
-            if segs.is_expandable[s] || overlaps_mapped {
-                let mut cursor = a;
-                let covering: Vec<(u64, u64)> = live_pieces
-                    .range(..hi)
-                    .rev()
-                    .take_while(|(_, &p)| pieces[p].hi > a)
-                    .map(|(_, &p)| (pieces[p].lo, pieces[p].hi))
-                    .collect();
-                for &(lo, phi) in covering.iter().rev() {
-                    if lo > cursor {
-                        pieces.push(Piece {
-                            lo: cursor,
-                            hi: lo,
-                            start: 0,
-                            end: end_of_trace,
-                            stream,
-                            pool_id,
-                            before: true,
-                        });
-                    }
-                    cursor = cursor.max(phi);
-                }
-                if cursor < hi {
-                    pieces.push(Piece {
-                        lo: cursor,
-                        hi,
-                        start: 0,
-                        end: end_of_trace,
-                        stream,
-                        pool_id,
-                        before: true,
-                    });
-                }
-            } else if !live_regular.contains_key(&a) && size > 0 {
-                live_regular.insert(a, regular.len());
-                regular.push(new_row(a, size, 0, end_of_trace, stream, pool_id, true));
-            }
-        }
-
-        // Rows: ordinary segments, and expandable ones as unions of touching extents.
-        let mut rows: Vec<(SegmentRow, Vec<SegmentExtent>)> = regular
-            .into_iter()
-            .filter(|r| r.size_bytes > 0 && r.end > r.start)
-            .map(|r| {
-                let extent = SegmentExtent {
-                    lo: 0,
-                    hi: r.size_bytes,
-                    start: r.start,
-                    end: r.end,
-                };
-                (r, vec![extent])
-            })
-            .collect();
-        pieces.retain(|p| p.hi > p.lo && p.end > p.start);
-        pieces.sort_by_key(|p| (p.lo, p.start));
-        let mut k = 0;
-        while k < pieces.len() {
-            let first = pieces[k];
-            let mut hi = first.hi;
-            let mut group = k + 1;
-            while group < pieces.len() && pieces[group].lo <= hi {
-                hi = hi.max(pieces[group].hi);
-                group += 1;
-            }
-            let members = &pieces[k..group];
-            let row = SegmentRow {
-                address: first.lo,
-                size_bytes: hi - first.lo,
-                start: members.iter().map(|p| p.start).min().unwrap_or(0),
-                end: members.iter().map(|p| p.end).max().unwrap_or(end_of_trace),
-                stream: first.stream,
-                pool_id: first.pool_id,
-                expandable: true,
-                before_window: members.iter().any(|p| p.before),
-                allocations: 0,
-            };
-            let mut extents: Vec<SegmentExtent> = members
-                .iter()
-                .map(|p| SegmentExtent {
-                    lo: p.lo - first.lo,
-                    hi: p.hi - first.lo,
-                    start: p.start,
-                    end: p.end,
-                })
-                .collect();
-            extents.sort_by_key(|x| (x.start, x.lo));
-            rows.push((row, extents));
-            k = group;
-        }
-        rows.sort_by(|(a, _), (b, _)| {
-            let default = |r: &SegmentRow| r.pool_id != (0, 0);
-            (default(a), a.pool_id, a.stream, a.address, a.start).cmp(&(
-                default(b),
-                b.pool_id,
-                b.stream,
-                b.address,
-                b.start,
-            ))
+        // Rows: the lives in display order (the default pool first).
+        let mut order: Vec<u32> = (0..lives.lives.len() as u32).collect();
+        order.sort_by_key(|&l| {
+            let l = &lives.lives[l as usize];
+            (
+                l.pool_id != DEFAULT_POOL,
+                l.pool_id,
+                l.stream,
+                l.address,
+                l.start,
+            )
         });
+        let mut row_of_life = vec![NONE; lives.lives.len()];
+        let mut rows = Vec::with_capacity(order.len());
         let mut extent_start = vec![0u32];
-        let mut extents = Vec::new();
-        let mut out_rows = Vec::with_capacity(rows.len());
-        for (row, x) in rows {
-            extents.extend(x);
+        let mut extents = Vec::with_capacity(lives.len());
+        for (r, &l) in order.iter().enumerate() {
+            row_of_life[l as usize] = r as u32;
+            let life = &lives.lives[l as usize];
+            rows.push(SegmentRow {
+                address: life.address,
+                size_bytes: life.size_bytes,
+                start: life.start,
+                end: life.end,
+                stream: life.stream,
+                pool_id: life.pool_id,
+                expandable: life.expandable,
+                before_window: life.start == 0,
+                allocations: 0,
+            });
+            extents.extend(lives.pieces_of(l).iter().map(|&p| {
+                let p = p as usize;
+                let lo = lives.addr[p] - life.address;
+                SegmentExtent {
+                    lo,
+                    hi: lo + lives.size[p],
+                    start: lives.start[p],
+                    end: lives.end[p],
+                }
+            }));
             extent_start.push(extents.len() as u32);
-            out_rows.push(row);
         }
-        let mut rows = out_rows;
 
-        // Allocations to rows: a sweep over allocation starts (rank order) with the
-        // rows live at each, by address.
+        // Allocations to rows: the row of the piece holding each.
         let count = index.allocations();
-        let mut starts: Vec<u32> = (0..rows.len() as u32).collect();
-        starts.sort_by_key(|&r| rows[r as usize].start);
-        let mut ends = starts.clone();
-        ends.sort_by_key(|&r| rows[r as usize].end);
-        let mut live: BTreeMap<u64, u32> = BTreeMap::new();
-        let (mut next_start, mut next_end) = (0, 0);
         let mut row_of_rank = vec![NONE; count];
         let mut unmapped = 0u32;
         for (rank, slot) in row_of_rank.iter_mut().enumerate() {
-            let m = index.start[rank];
-            while let Some(&r) = ends.get(next_end) {
-                let row = &rows[r as usize];
-                if row.end > m {
-                    break;
-                }
-                if live.get(&row.address) == Some(&r) {
-                    live.remove(&row.address);
-                }
-                next_end += 1;
-            }
-            while let Some(&r) = starts.get(next_start) {
-                let row = &rows[r as usize];
-                if row.start > m {
-                    break;
-                }
-                if row.end > m {
-                    live.insert(row.address, r);
-                }
-                next_start += 1;
-            }
-            let addr = allocs.addr[index.id_of_rank(rank)];
-            match live.range(..=addr).next_back() {
-                Some((&base, &r)) if addr - base < rows[r as usize].size_bytes => {
+            match lives.piece_of_alloc[index.id_of_rank(rank)] {
+                NONE => unmapped += 1,
+                p => {
+                    let r = row_of_life[lives.life_of_piece[p as usize] as usize];
                     *slot = r;
                     rows[r as usize].allocations += 1;
                 }
-                _ => unmapped += 1,
             }
         }
 
@@ -486,8 +226,8 @@ impl Segments {
             .map(|&rank| position[rank as usize])
             .collect();
         let mut end_start = vec![0u32; n_rows + 1];
-        for &rank in &index.by_end {
-            let r = row_of_rank[rank as usize];
+        for rank in index.end_ranks() {
+            let r = row_of_rank[rank];
             if r != NONE {
                 end_start[r as usize + 1] += 1;
             }
@@ -497,10 +237,10 @@ impl Segments {
         }
         let mut fill = end_start.clone();
         let mut by_end = vec![0u32; end_start[n_rows] as usize];
-        for &rank in &index.by_end {
-            let r = row_of_rank[rank as usize];
+        for rank in index.end_ranks() {
+            let r = row_of_rank[rank];
             if r != NONE {
-                by_end[fill[r as usize] as usize] = position[rank as usize];
+                by_end[fill[r as usize] as usize] = position[rank];
                 fill[r as usize] += 1;
             }
         }

@@ -151,7 +151,7 @@ fn allocations_map_to_their_segments_and_rows_add_up_on_every_corpus_device() {
             let allocs = Allocations::replay(&snap, device);
             let index = TimelineIndex::new(&snap, &allocs);
             let lives = Lives::new(&allocs);
-            let segments = Segments::new(&snap, &allocs, &index);
+            let segments = Segments::new(&index);
             let what = format!("{file} device {device}");
             let rows = segments.rows();
             let mut unmapped = 0;
@@ -313,7 +313,7 @@ fn a_hand_made_trace_of_segments_worked_out() {
     let snap = load_bytes(hand_json().as_bytes()).unwrap();
     let allocs = Allocations::replay(&snap, 0);
     let index = TimelineIndex::new(&snap, &allocs);
-    let segments = Segments::new(&snap, &allocs, &index);
+    let segments = Segments::new(&index);
     let row =
         |address, size_bytes, start, end, expandable, before_window, allocations| SegmentRow {
             address,
@@ -341,11 +341,13 @@ fn a_hand_made_trace_of_segments_worked_out() {
     assert_eq!(segments.extents(0), [extent(0, 2 * MIB, 1, 8)]);
     assert_eq!(
         segments.extents(2),
+        // One extent per mapped range: the 2 MiB below X until its unmap (entry 12),
+        // the first map (entry 2) to the end, the second (entry 4) until its unmap
+        // (entry 11).
         [
             extent(0, 2 * MIB, 0, 13),
-            extent(2 * MIB, 22 * MIB, 3, 5),
-            extent(2 * MIB, 42 * MIB, 5, 12),
-            extent(2 * MIB, 22 * MIB, 12, 14),
+            extent(2 * MIB, 22 * MIB, 3, 14),
+            extent(22 * MIB, 42 * MIB, 5, 12),
         ]
     );
     // Allocations: 0 (1000 B) in S1, 1 (4 MiB) and 2 (1 MiB) in X, then those made

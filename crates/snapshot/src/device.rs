@@ -17,11 +17,28 @@
 //! predecessor takes the predecessor's, so times never decrease and can be binary
 //! searched. Without any `time_us` there is no clock.
 //!
-//! Memory: 12 bytes per allocation for the moments, 8 per entry for the allocated curve
-//! and 8 per entry for the clock (when there is one), plus the reserved curve's steps.
+//! # Call sites and the order of ends
+//!
+//! Each allocation's call site is a u32 id into the device's one [`SiteTable`] (which
+//! also holds the sites of the trace entries and segments), and the allocations ending
+//! inside the trace are listed once by end ([`DeviceModel::by_end`]); the timeline, the
+//! lenses and fleet read these instead of interning or sorting their own.
+//!
+//! # Segments
+//!
+//! The segments over the trace ([`SegmentLives`]: pieces, lives, the piece of each
+//! allocation) are part of the model, so the segment timeline, the allocator state at a
+//! moment and the pools read one definition.
+//!
+//! Memory: 12 bytes per allocation for the moments, 4 for its segment piece, 4 for
+//! its site, 4 in the order of ends, 8 per entry for the allocated curve
+//! and 8 per entry for the clock (when there is one), plus the reserved curve's steps
+//! and the segment pieces and the site table.
 
 use crate::alloc::Allocations;
 use crate::model::{Snapshot, NONE, NO_TIME};
+use crate::segments::SegmentLives;
+use crate::sites::SiteTable;
 
 /// Marks an absent moment (no `free_requested`).
 pub const NO_MOMENT: u32 = u32::MAX;
@@ -56,6 +73,15 @@ pub struct DeviceModel {
     pub time_us: Vec<i64>,
     /// Entries without their own `time_us` in a trace that has some.
     pub untimed_entries: u64,
+    /// The segments over the trace.
+    pub segments: SegmentLives,
+    /// The call sites of the device: its allocations', trace entries' and segments'.
+    pub sites: SiteTable,
+    /// Per allocation id: its site in `sites`.
+    pub site: Vec<u32>,
+    /// Allocations ending inside the trace (`end ≤ events`) by end moment, ties in
+    /// stacking order (made before the window first, then trace order).
+    pub by_end: Vec<u32>,
 }
 
 impl DeviceModel {
@@ -138,7 +164,21 @@ impl DeviceModel {
             }
         }
 
+        let segments = SegmentLives::new(snap, &allocs, &start);
+        let (sites, site) = SiteTable::new(
+            snap,
+            &allocs.stack,
+            trace
+                .clone()
+                .map(|e| snap.events.stack[e as usize])
+                .chain(segments.stack.iter().copied()),
+        );
+        let by_end = by_end(&end, events, count - traced);
         DeviceModel {
+            segments,
+            sites,
+            site,
+            by_end,
             events,
             before: (count - traced) as u32,
             start,
@@ -153,6 +193,22 @@ impl DeviceModel {
             untimed_entries,
             allocs,
         }
+    }
+
+    /// Bytes held on the heap by what the model derives (moments, curves, clock,
+    /// segments, sites, the order of ends), not counting the allocations it wraps.
+    pub fn heap_bytes(&self) -> usize {
+        (self.start.capacity()
+            + self.pending.capacity()
+            + self.end.capacity()
+            + self.reserved_moments.capacity()
+            + self.site.capacity()
+            + self.by_end.capacity())
+            * 4
+            + (self.allocated.capacity() + self.time_us.capacity()) * 8
+            + self.reserved_values.capacity() * 16
+            + self.segments.heap_bytes()
+            + self.sites.heap_bytes()
     }
 
     /// The device.
@@ -182,4 +238,29 @@ impl DeviceModel {
             .min(self.time_us.len().checked_sub(1)?);
         Some(self.time_us[k])
     }
+}
+
+/// Ids with `end[id] ≤ events`, by end, ties in stacking order (the last `before` ids
+/// first, then the others): a counting sort, O(allocations + events).
+fn by_end(end: &[u32], events: u32, before: usize) -> Vec<u32> {
+    let n = events as usize;
+    let traced = end.len() - before;
+    let mut first_at = vec![0u32; n + 2];
+    for &e in end {
+        if (e as usize) <= n {
+            first_at[e as usize + 1] += 1;
+        }
+    }
+    for m in 1..first_at.len() {
+        first_at[m] += first_at[m - 1];
+    }
+    let mut out = vec![0u32; first_at[n + 1] as usize];
+    for id in (traced..end.len()).chain(0..traced) {
+        let e = end[id] as usize;
+        if e <= n {
+            out[first_at[e] as usize] = id as u32;
+            first_at[e] += 1;
+        }
+    }
+    out
 }

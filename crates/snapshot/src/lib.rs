@@ -37,6 +37,8 @@ pub mod frames;
 mod intern;
 mod load;
 mod model;
+mod segments;
+mod sites;
 mod summary;
 pub mod units;
 mod warnings;
@@ -50,5 +52,9 @@ pub use model::{
     Action, Annotations, BlockState, Blocks, Encoding, Events, History, Segments, Setting,
     SettingValue, Snapshot, SparseEvents, Trace, HOST_DEVICE, NONE, NO_DEVICE, NO_TIME,
 };
+pub use segments::{
+    find_pool, snapshot_ranges, stream_value, SegmentLife, SegmentLives, DEFAULT_POOL,
+};
+pub use sites::SiteTable;
 pub use summary::{base_name, rank_from_name, summarize, DeviceSummary};
 pub use warnings::{Warning, WarningKey, Warnings};

@@ -182,3 +182,66 @@ fn compiled_code_is_labelled_by_the_source_it_was_compiled_from() {
     assert_eq!(site.rule, SiteRule::UserCode);
     assert!(filename(&snap, site.frame).ends_with("cs336_basics/transformer.py"));
 }
+
+/// The device model's one site table on every corpus device: each allocation's,
+/// entry's and segment's site carries the label `site_label` gives its stack (computed
+/// here from the stack, independently of the table), stacks share a site exactly when
+/// their call-site frames have the same full label, allocation sites come first, and
+/// the sites of a table are distinct.
+#[test]
+fn the_device_models_site_table_is_the_one_label_rule_on_every_corpus_device() {
+    use memscope_snapshot::frames::{full_label, NO_STACK_LABEL};
+    use memscope_snapshot::DeviceModel;
+    use std::collections::HashMap;
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/corpus/real");
+    let mut checked = 0usize;
+    let mut no_stack = 0usize;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let snap = load_bytes(&std::fs::read(&path).unwrap()).unwrap();
+        for device in snap.devices() {
+            let model = DeviceModel::replay(&snap, device);
+            let sites = &model.sites;
+            let what = format!("{} device {device}", path.display());
+            // Per stack, once: its label and identity.
+            let mut known: HashMap<StackId, (String, Option<String>)> = HashMap::new();
+            let mut site_of_identity: HashMap<Option<String>, u32> = HashMap::new();
+            let mut check = |stack: StackId, site: u32| {
+                let (label, identity) = known.entry(stack).or_insert_with(|| {
+                    (
+                        site_label(&snap, stack),
+                        call_site(&snap, stack).map(|c| full_label(&snap, c.frame)),
+                    )
+                });
+                assert_eq!(sites.label(site), label, "{what}");
+                let first = *site_of_identity.entry(identity.clone()).or_insert(site);
+                assert_eq!(first, site, "{what}: one site per call-site frame");
+                no_stack += usize::from(sites.label(site) == NO_STACK_LABEL);
+                checked += 1;
+            };
+            for (id, &stack) in model.allocs.stack.iter().enumerate() {
+                assert_eq!(model.site[id], sites.of(stack), "{what}");
+                assert!(model.site[id] < sites.allocation_sites, "{what}");
+                check(stack, model.site[id]);
+            }
+            let trace = model.allocs.trace.clone();
+            for e in trace {
+                let stack = snap.events.stack[e as usize];
+                check(stack, sites.of(stack));
+            }
+            for &stack in &model.segments.stack {
+                check(stack, sites.of(stack));
+            }
+            assert_eq!(
+                site_of_identity.len(),
+                sites.len(),
+                "{what}: no unused site"
+            );
+        }
+    }
+    assert!(
+        checked > 50_000 && no_stack > 0,
+        "{checked} checked, {no_stack} without a stack"
+    );
+}

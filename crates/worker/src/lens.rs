@@ -202,7 +202,7 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let segments = p
                 .cache
                 .segments
-                .get_or_insert_with(|| Segments::new(snap, p.allocs, p.index));
+                .get_or_insert_with(|| Segments::new(p.index));
             let expanded =
                 valid(p.index, selected).and_then(|id| segments.row_of(p.index, id as usize));
             let layout = segment_layout(p.index, segments, &view, expanded);
@@ -242,10 +242,7 @@ fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
     let a = &*p.analysis;
     let index = p.index;
     let lanes = p.cache.lanes.get_or_insert_with(|| Lanes::new(index));
-    let segments = p
-        .cache
-        .segments
-        .get_or_insert_with(|| Segments::new(p.snap, p.allocs, index));
+    let segments = p.cache.segments.get_or_insert_with(|| Segments::new(index));
     let pools = a
         .pool_envelopes()
         .iter()

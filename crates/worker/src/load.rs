@@ -243,7 +243,7 @@ pub async fn load(
             let t = now_ms();
             let model = Arc::new(DeviceModel::new(&snap, Allocations::replay(&snap, device)));
             let t2 = now_ms();
-            let index = TimelineIndex::from_model(&snap, Arc::clone(&model));
+            let index = TimelineIndex::from_model(Arc::clone(&model));
             replay_ms += t2 - t;
             index_ms += now_ms() - t2;
             Device {
