@@ -143,7 +143,7 @@ pub fn svg(grid: &ConfigGrid, style: &Style, size: Size) -> String {
         &format!("{} (capacity)", format_bytes(grid.capacity_bytes)),
         "",
     );
-    let marks_y = legend_top + bar_h + line;
+    // The key to the marks, wrapped to the width.
     let mark_texts = [
         format!("framed: at least {:.0} % (tight)", TIGHT_FRACTION * 100.0),
         "red frame: over the capacity".to_owned(),
@@ -151,14 +151,20 @@ pub fn svg(grid: &ConfigGrid, style: &Style, size: Size) -> String {
         "hatched: unreadable".to_owned(),
         "—: not run".to_owned(),
     ];
-    svg.text(
-        pad,
-        marks_y,
-        Anchor::Start,
-        muted,
-        &mark_texts.join(" · "),
-        "",
-    );
+    let mut key_lines: Vec<String> = Vec::new();
+    for text in mark_texts {
+        match key_lines.last_mut() {
+            Some(last) if style.text_width(&format!("{last} · {text}")) <= w - pad * 2.0 => {
+                *last = format!("{last} · {text}");
+            }
+            _ => key_lines.push(text),
+        }
+    }
+    let mut marks_y = legend_top + bar_h;
+    for text in &key_lines {
+        marks_y += line;
+        svg.text(pad, marks_y, Anchor::Start, muted, text, r#" class="key""#);
+    }
 
     // The table.
     let (corner, col_heads, row_heads) = headers(grid);
@@ -172,8 +178,11 @@ pub fn svg(grid: &ConfigGrid, style: &Style, size: Size) -> String {
     let unplaced_h = if grid.unplaced.is_empty() { 0.0 } else { line };
     let ncols = grid.cols.len().max(1) as f64;
     let nrows = grid.rows.len().max(1) as f64;
-    let cell_w = ((w - pad * 2.0 - head_w) / ncols).max(10.0);
-    let cell_h = ((h - top - line - unplaced_h - pad) / nrows).clamp(line, line * 4.0);
+    // Cells fill the room, but no wider than 2.5 times their height (a wide figure of a
+    // small grid keeps readable cells, not bands).
+    let room_h = ((h - top - line - unplaced_h - pad) / nrows).max(line);
+    let cell_w = ((w - pad * 2.0 - head_w) / ncols).clamp(10.0, (room_h * 2.5).max(10.0));
+    let cell_h = room_h.min((cell_w * 0.75).max(line * 2.0));
     let x0 = pad + head_w;
     svg.text(
         pad,

@@ -81,9 +81,10 @@ pub struct Style {
 const PAGE_FONT_PX: f64 = 11.0;
 
 /// In print, the font is this fraction of the figure's width: a figure scaled to a
-/// 240 pt column (a two-column paper) then sets its text at 240 / 32 = 7.5 pt, the size
-/// of a caption's small print; a full-width (500 pt) figure at 15 pt.
-const PRINT_FONT_PER_WIDTH: f64 = 1.0 / 32.0;
+/// 240 pt column (a two-column paper) then sets its text at 240 / 40 = 6 pt, the
+/// smallest size journals accept in figures; a full-width (500 pt) figure at 12.5 pt.
+/// Long texts (titles, the grid's key) wrap to the width.
+const PRINT_FONT_PER_WIDTH: f64 = 1.0 / 40.0;
 
 impl Style {
     /// The style of `look` for a figure `size` wide.
@@ -155,6 +156,28 @@ impl Style {
     /// Height of a line of text, px.
     pub(crate) fn line(&self) -> f64 {
         (self.font_px * 1.45).round()
+    }
+
+    /// `text` cut at spaces into lines of at most `width` px at `scale` × the body size.
+    pub(crate) fn wrap(&self, text: &str, width: f64, scale: f64) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        let mut current = String::new();
+        for word in text.split(' ') {
+            let candidate = if current.is_empty() {
+                word.to_owned()
+            } else {
+                format!("{current} {word}")
+            };
+            if !current.is_empty() && self.text_width(&candidate) * scale > width {
+                lines.push(std::mem::replace(&mut current, word.to_owned()));
+            } else {
+                current = candidate;
+            }
+        }
+        if !current.is_empty() || lines.is_empty() {
+            lines.push(current);
+        }
+        lines
     }
 
     /// Rough width of `text` at the body size, px (for layout only: a label box or a

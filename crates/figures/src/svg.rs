@@ -42,6 +42,8 @@ pub(crate) enum Anchor {
 pub(crate) struct Svg {
     out: String,
     style: Style,
+    /// Lines the title was wrapped to.
+    title_lines: usize,
 }
 
 impl Svg {
@@ -60,24 +62,33 @@ impl Svg {
             r#"<rect width="{w}" height="{h}" fill="{}"/>"#,
             style.background()
         );
-        let mut svg = Svg { out, style };
+        let mut svg = Svg {
+            out,
+            style,
+            title_lines: 0,
+        };
         if !title.is_empty() {
-            let y = svg.title_height() * 0.7;
-            let _ = writeln!(
-                svg.out,
-                r#"<text class="title" x="{:.1}" y="{y:.1}" font-size="{:.1}" font-weight="600" fill="{}">{}</text>"#,
-                style.font_px,
-                style.font_px * 1.3,
-                style.text(),
-                escape(title)
-            );
+            let size_px = style.font_px * 1.3;
+            let lines = style.wrap(title, w - style.font_px * 2.0, 1.3);
+            svg.title_lines = lines.len();
+            for (i, line) in lines.iter().enumerate() {
+                let y = size_px * (1.25 + 1.2 * i as f64);
+                let _ = writeln!(
+                    svg.out,
+                    r#"<text class="title" x="{:.1}" y="{y:.1}" font-size="{size_px:.1}" font-weight="600" fill="{}">{}</text>"#,
+                    style.font_px,
+                    style.text(),
+                    escape(line)
+                );
+            }
         }
         svg
     }
 
     /// The band the title takes at the top.
     pub(crate) fn title_height(&self) -> f64 {
-        (self.style.font_px * 1.3 * 2.0).round()
+        let size_px = self.style.font_px * 1.3;
+        (size_px * (0.8 + 1.2 * self.title_lines.max(1) as f64)).round()
     }
 
     /// Appends raw SVG.

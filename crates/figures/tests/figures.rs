@@ -320,7 +320,7 @@ fn curves_step_and_break() {
 fn print_style_is_light_and_scales_its_font() {
     let size = Size::new(1600, 900);
     let s = Style::new(Look::Print, size);
-    assert_eq!(s.font_px, 50.0f64.min(48.0));
+    assert_eq!(s.font_px, 40.0);
     let small = Style::new(Look::Print, Size::new(320, 200));
     assert_eq!(small.font_px, 12.0);
     let map = Heatmap {
@@ -330,7 +330,7 @@ fn print_style_is_light_and_scales_its_font() {
     };
     let svg = heatmap::svg(&map, &["rank 0".into()], &s, size);
     let els = elements(&svg);
-    assert_eq!(els[0].attrs["font-size"], "48");
+    assert_eq!(els[0].attrs["font-size"], "40");
     assert_eq!(els[1].attrs["fill"], "#ffffff");
     assert!(els
         .iter()
