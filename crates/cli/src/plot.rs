@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use memscope_figures::bars::{Bar, Bars, Unit};
+use memscope_figures::plot::RowLabel;
 use memscope_figures::{bars, curves, grid, heatmap, plot, Look, Size, Style};
 use memscope_fleet::{
     config_grid, row_labels, runs_from_ranks, Align, Axis as HeatAxis, Heatmap, Metric, RankFacts,
@@ -310,6 +311,7 @@ fn device_figure(
             plot::timeline(
                 &title("memory timeline"),
                 &strips,
+                &strips.view,
                 &legend(&index, plot::LEGEND_MAX),
                 peak,
                 style,
@@ -325,11 +327,12 @@ fn device_figure(
                 .iter()
                 .map(|p| {
                     let r = &segments.rows()[p.row as usize];
-                    (
-                        p.y0,
-                        p.y1,
-                        format!("{:#x} · {}", r.address, format_bytes(r.size_bytes)),
-                    )
+                    RowLabel {
+                        top: p.y0,
+                        bottom: p.y1,
+                        size: format_bytes(r.size_bytes),
+                        name: plot::segment_name(r.address, r.expandable, r.pool_id, r.stream),
+                    }
                 })
                 .collect();
             plot::rows(
@@ -348,7 +351,15 @@ fn device_figure(
             let labels = l
                 .rows
                 .iter()
-                .map(|p| (p.y0, p.y1, lanes.rows()[p.row as usize].label.clone()))
+                .map(|p| {
+                    let r = &lanes.rows()[p.row as usize];
+                    RowLabel {
+                        top: p.y0,
+                        bottom: p.y1,
+                        size: format_bytes(r.peak_bytes),
+                        name: r.label.clone(),
+                    }
+                })
                 .collect();
             plot::rows(&title("call sites"), &l.strips, None, labels, axis)
         }
@@ -362,9 +373,9 @@ fn device_figure(
                     "flame graph of bytes live at the peak ({})",
                     format_bytes(u64::try_from(l.focus_total).unwrap_or(u64::MAX))
                 )),
-                &l,
-                size.width_px,
-                rows,
+                &l.strips,
+                &l.labels,
+                tree.max_depth() + 1,
             )
         }
     };

@@ -146,13 +146,16 @@ fn rows_and_flame_figures_are_drawn() {
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let els = elements(&svg);
-    let rows = with_class(&els, "row-label");
-    assert_eq!(rows.len() as u64, segments.min(800 / 16));
-    assert!(rows.iter().all(|e| e.text.starts_with("0x")));
+    let sizes = with_class(&els, "row-size");
+    assert_eq!(sizes.len() as u64, segments.min(800 / 16));
+    assert!(sizes.iter().all(|e| e.text.ends_with("MiB")), "{sizes:?}");
+    let names = with_class(&els, "row-name");
+    assert_eq!(names.len(), sizes.len());
+    assert!(names.iter().all(|e| e.text.starts_with("0x7f")));
     let (run, svg) = plot("lanes", &[], std::slice::from_ref(&file), &out);
     assert_eq!(run.code, Some(0));
     let els = elements(&svg);
-    assert!(with_class(&els, "row-label")
+    assert!(with_class(&els, "row-name")
         .iter()
         .any(|e| e.text.contains("swiglu.py")));
     let (run, svg) = plot("flame", &[], std::slice::from_ref(&file), &out);

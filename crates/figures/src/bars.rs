@@ -3,7 +3,7 @@
 //! line across all bars.
 
 use memscope_fleet::overview::median_mad;
-use memscope_render::palette::{overlay_color, Overlay, PALETTE};
+use memscope_render::palette::{overlay_color, Overlay, Theme, PALETTE};
 use memscope_snapshot::units::{format_bytes, format_count};
 
 use crate::svg::{hex, Anchor, Svg};
@@ -40,10 +40,10 @@ pub struct Bars {
     pub rows: Vec<Bar>,
 }
 
-/// The colour of a bar (the page's).
-pub fn bar_color(outlier: bool, style: &Style) -> u32 {
+/// The colour of a bar on `theme`'s background: outliers in the peak's colour.
+pub fn bar_color(outlier: bool, theme: Theme) -> u32 {
     if outlier {
-        overlay_color(Overlay::Peak, style.theme())
+        overlay_color(Overlay::Peak, theme)
     } else {
         PALETTE[1]
     }
@@ -108,7 +108,7 @@ pub fn svg(bars: &Bars, style: &Style, size: Size) -> String {
             y + row_h * 0.15,
             bw,
             row_h * 0.7,
-            bar_color(bar.outlier, style),
+            bar_color(bar.outlier, style.theme()),
             &format!(
                 r#" class="bar" data-value="{}" data-outlier="{}""#,
                 bar.value, bar.outlier

@@ -5,7 +5,7 @@
 //! draws it with its axes, labels and legend.
 
 use memscope_render::palette::{overlay_color, Overlay, AGGREGATE};
-use memscope_render::{is_aggregate, Axis, FlameLayout, LegendEntry, Strips};
+use memscope_render::{is_aggregate, Axis, FlameLabel, LegendEntry, Strips, TimelineView};
 use memscope_snapshot::units::format_bytes;
 
 use crate::svg::{hex, Anchor, Svg, XKind};
@@ -16,10 +16,44 @@ use crate::{Size, Style};
 pub enum YAxis {
     /// Bytes, upwards from `y0` to `y1`, with byte ticks.
     Bytes,
-    /// Rows downwards from `y0` to `y1`, each `(top, bottom, label)` labelled at the left.
-    Rows(Vec<(f64, f64, String)>),
+    /// Rows downwards from `y0` to `y1`, each labelled: its size at the left, its name
+    /// over it (as the page's gutter and row names).
+    Rows(Vec<RowLabel>),
     /// Rows downwards with no labels (the flame graph's depths).
     Depths,
+}
+
+/// One row of a rows view, in the strips' y.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowLabel {
+    /// Its top.
+    pub top: f64,
+    /// Its bottom.
+    pub bottom: f64,
+    /// Its scale (a segment's size, a lane's peak), printed in the gutter.
+    pub size: String,
+    /// Its name, printed over it.
+    pub name: String,
+}
+
+/// A segment row's name: its address and what sets it apart (expandable, a private
+/// pool, a stream other than the default).
+pub fn segment_name(address: u64, expandable: bool, pool_id: (i64, i64), stream: u64) -> String {
+    let mut flags = Vec::new();
+    if expandable {
+        flags.push("expandable".to_owned());
+    }
+    if pool_id != (0, 0) {
+        flags.push(format!("pool ({}, {})", pool_id.0, pool_id.1));
+    }
+    if stream != 0 {
+        flags.push(format!("stream 0x{stream:x}"));
+    }
+    if flags.is_empty() {
+        format!("0x{address:x}")
+    } else {
+        format!("0x{address:x} · {}", flags.join(" · "))
+    }
 }
 
 /// A rectangle in data coordinates, with an optional label printed inside.
@@ -103,16 +137,18 @@ pub fn legend_text(entry: &LegendEntry) -> String {
     format!("{} — {}", entry.label, format_bytes(entry.bytes))
 }
 
-/// The memory timeline as laid out in `strips` (the page's current view), its legend,
-/// and the peak `(x, bytes)`, in `style`'s overlay colours.
+/// The memory timeline as laid out in `strips`, seen through `view` (the page's current
+/// view, which pans ahead of the layout), its legend, and the peak `(x, bytes)`, in
+/// `style`'s overlay colours.
 pub fn timeline(
     title: &str,
     strips: &Strips,
+    view: &TimelineView,
     legend: &[LegendEntry],
     peak: (f64, f64),
     style: &Style,
 ) -> Plot {
-    let v = strips.view;
+    let v = *view;
     // As on screen: mixed (grey) aggregates, then those of one call site, then bands.
     let class = |i: usize| match (is_aggregate(strips.ids[i]), strips.colors[i] == AGGREGATE) {
         (true, true) => 0,
@@ -184,12 +220,12 @@ pub fn timeline(
 
 /// A view of rows (the segment timeline, the call-site lanes) as laid out in `strips`
 /// (x in axis units, y in pixels downwards), with `under` drawn first (the segments'
-/// mapped extents), `rows` as `(top, bottom, label)` in the strips' y, on `axis`.
+/// mapped extents), `rows` in the strips' y, on `axis`.
 pub fn rows(
     title: &str,
     strips: &Strips,
     under: Option<&Strips>,
-    rows: Vec<(f64, f64, String)>,
+    rows: Vec<RowLabel>,
     axis: Axis,
 ) -> Plot {
     let mut rects = Vec::new();
@@ -206,8 +242,8 @@ pub fn rows(
             });
         }
     }
-    let y0 = rows.first().map_or(0.0, |r| r.0);
-    let y1 = rows.last().map_or(1.0, |r| r.1);
+    let y0 = rows.first().map_or(0.0, |r| r.top);
+    let y1 = rows.last().map_or(1.0, |r| r.bottom);
     let (kind, name) = x_kind(axis);
     Plot {
         title: title.to_owned(),
@@ -225,10 +261,10 @@ pub fn rows(
     }
 }
 
-/// A flame graph as laid out (x in pixels of `width_px`, y in rows from the first shown
-/// depth), `rows` deep, its wide nodes labelled.
-pub fn flame(title: &str, layout: &FlameLayout, width_px: u32, rows: u32) -> Plot {
-    let s = &layout.strips;
+/// A flame graph as laid out (`strips`: x in pixels, y in depths, over the view it was
+/// laid out for), its wide nodes labelled (`labels`, as the layout gives them), the
+/// tree `depths` deep.
+pub fn flame(title: &str, s: &Strips, labels: &[FlameLabel], depths: u32) -> Plot {
     let mut rects: Vec<PlotRect> = (0..s.len())
         .map(|i| {
             let [x0, x1, y0, y1] = s.rect_data(i);
@@ -242,7 +278,7 @@ pub fn flame(title: &str, layout: &FlameLayout, width_px: u32, rows: u32) -> Plo
             }
         })
         .collect();
-    for l in &layout.labels {
+    for l in labels {
         // The label's node: the rect of its depth spanning its x range.
         let (x0, x1, depth) = (f64::from(l.x0), f64::from(l.x1), f64::from(l.depth));
         if let Some(r) = rects.iter_mut().find(|r| {
@@ -251,14 +287,15 @@ pub fn flame(title: &str, layout: &FlameLayout, width_px: u32, rows: u32) -> Plo
             r.label = Some(l.label.clone());
         }
     }
+    let y0 = s.view.y0;
     Plot {
         title: title.to_owned(),
-        x0: 0.0,
-        x1: f64::from(width_px.max(1)),
+        x0: s.view.x0,
+        x1: s.view.x1,
         x_kind: None,
         x_name: String::new(),
-        y0: 0.0,
-        y1: f64::from(rows.max(1)),
+        y0,
+        y1: s.view.y1.min(f64::from(depths)).max(y0 + 1.0),
         y: YAxis::Depths,
         rects,
         lines: Vec::new(),
@@ -279,9 +316,8 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         YAxis::Rows(rows) => {
             let widest = rows
                 .iter()
-                .map(|r| style.text_width(&r.2))
-                .fold(0.0, f64::max)
-                .min(w * 0.35);
+                .map(|r| style.text_width(&r.size))
+                .fold(0.0, f64::max);
             pad + widest + pad * 0.5
         }
         YAxis::Depths => pad,
@@ -356,16 +392,31 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
     match &plot.y {
         YAxis::Bytes => svg.y_axis_bytes(left, top, bottom, plot.y0, plot.y1),
         YAxis::Rows(rows) => {
-            for (t, b, label) in rows {
-                let y = (sy(*t) + sy(*b)) / 2.0 + style.font_px * 0.35;
+            let bg = style.background();
+            for r in rows {
+                let (t, b) = (sy(r.top), sy(r.bottom));
+                let y = (t + b) / 2.0 + style.font_px * 0.35;
                 svg.text(
                     left - pad * 0.5,
                     y,
                     Anchor::End,
-                    fg,
-                    label,
-                    r#" class="row-label""#,
+                    muted,
+                    &r.size,
+                    r#" class="row-size""#,
                 );
+                // Names over the rows tall enough to hold a line, haloed to stay readable.
+                if b - t >= style.font_px {
+                    svg.text(
+                        left + 3.0,
+                        y,
+                        Anchor::Start,
+                        fg,
+                        &r.name,
+                        &format!(
+                            r#" class="row-name" stroke="{bg}" stroke-width="3" stroke-opacity="0.8" paint-order="stroke""#
+                        ),
+                    );
+                }
             }
         }
         YAxis::Depths => {}
