@@ -12,6 +12,10 @@ pub const COLOR_A: u32 = PALETTE[1];
 /// Side B's colour.
 pub const COLOR_B: u32 = PALETTE[0];
 
+/// Ticks of the axes, as the page's compare plot.
+const X_TICKS: usize = 8;
+const Y_TICKS: usize = 5;
+
 /// The figure's title.
 pub const TITLE: &str = "Allocated bytes, A and B aligned";
 
@@ -81,7 +85,7 @@ pub fn svg(curves: &Curves, label_a: &str, label_b: &str, style: &Style, size: S
             style.stroke() * 2.0
         ));
     }
-    svg.y_axis_bytes(left, top, bottom, 0.0, y_top);
+    svg.y_axis_bytes((left, top, bottom), (0.0, y_top), Y_TICKS);
     let (kind, name) = match curves.axis.kind {
         AxisKind::TimeUs => (XKind::Time, "time since each side's zero"),
         AxisKind::Events => (XKind::Events, "trace entries since each side's zero"),
@@ -90,9 +94,9 @@ pub fn svg(curves: &Curves, label_a: &str, label_b: &str, style: &Style, size: S
         left,
         right,
         bottom,
-        curves.axis.start as f64,
-        curves.axis.end as f64,
+        (curves.axis.start as f64, curves.axis.end as f64),
         kind,
+        X_TICKS,
         name,
     );
     svg.finish()

@@ -9,6 +9,9 @@ use crate::scale::ramp;
 use crate::svg::{Anchor, Svg, XKind};
 use crate::{Size, Style};
 
+/// Ticks on the time axis, as the page's heatmap.
+const X_TICKS: usize = 8;
+
 /// The figure's title.
 pub const TITLE: &str = "Allocated bytes by rank over time";
 
@@ -121,6 +124,6 @@ pub fn svg(map: &Heatmap, labels: &[String], style: &Style, size: Size) -> Strin
         AxisKind::Events => (XKind::Events, "trace entries"),
     };
     let span = (map.axis.end - map.axis.start) as f64;
-    svg.x_axis(left, right, bottom, 0.0, span, kind, name);
+    svg.x_axis(left, right, bottom, (0.0, span), kind, X_TICKS, name);
     svg.finish()
 }

@@ -122,6 +122,10 @@ pub struct Plot {
     pub legend: Vec<(u32, String)>,
 }
 
+/// Ticks of the axes, as the page's memory timeline.
+const X_TICKS: usize = 8;
+const Y_TICKS: usize = 6;
+
 /// The most legend entries drawn.
 pub const LEGEND_MAX: usize = 12;
 
@@ -390,7 +394,7 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         style.stroke()
     ));
     match &plot.y {
-        YAxis::Bytes => svg.y_axis_bytes(left, top, bottom, plot.y0, plot.y1),
+        YAxis::Bytes => svg.y_axis_bytes((left, top, bottom), (plot.y0, plot.y1), Y_TICKS),
         YAxis::Rows(rows) => {
             let bg = style.background();
             for r in rows {
@@ -422,7 +426,15 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         YAxis::Depths => {}
     }
     if let Some(kind) = plot.x_kind {
-        svg.x_axis(left, right, bottom, plot.x0, plot.x1, kind, &plot.x_name);
+        svg.x_axis(
+            left,
+            right,
+            bottom,
+            (plot.x0, plot.x1),
+            kind,
+            X_TICKS,
+            &plot.x_name,
+        );
     }
     let peak = hex(overlay_color(Overlay::Peak, style.theme())).0;
     for m in &plot.marks {

@@ -145,22 +145,25 @@ impl Svg {
         );
     }
 
-    /// The plot frame `[left, right] × [top, bottom]` with x ticks under it: time (µs)
-    /// or trace entries over `x0..x1` (as the page's axes: labels from 0 at the axis
-    /// start), and the axis name at the right under the labels.
+    /// The x axis under `[left, right]` at `bottom`: time (µs) or trace entries over
+    /// `x0..x1` (labels from 0 at the axis start), at most `max_ticks` ticks — the
+    /// page's count for the same axis, fewer when their labels would not fit — and the
+    /// axis name at the right under the labels.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn x_axis(
         &mut self,
         left: f64,
         right: f64,
         bottom: f64,
-        x0: f64,
-        x1: f64,
+        (x0, x1): (f64, f64),
         kind: XKind,
+        max_ticks: usize,
         name: &str,
     ) {
         let muted = self.style.muted();
-        let max_ticks = (((right - left) / (self.style.font_px * 9.0)) as usize).clamp(2, 10);
+        // A label is up to ~9 characters ("1,000,000", "12.5 min"): room for 11.
+        let fit = ((right - left) / (self.style.font_px * 0.6 * 11.0)) as usize;
+        let max_ticks = max_ticks.min(fit.max(2));
         let ticks = match kind {
             XKind::Time => ticks_time(x0.max(0.0), x1, max_ticks),
             XKind::Events => ticks_events(x0.max(0.0), x1, max_ticks),
@@ -196,14 +199,21 @@ impl Svg {
         }
     }
 
-    /// Byte ticks on a vertical axis at `left` over `[top, bottom]` for `y0..y1`.
-    pub(crate) fn y_axis_bytes(&mut self, left: f64, top: f64, bottom: f64, y0: f64, y1: f64) {
+    /// Byte ticks on a vertical axis at `left` over `[top, bottom]` for `y0..y1`, at most
+    /// `max_ticks` (the page's count, fewer when the labels would not fit).
+    pub(crate) fn y_axis_bytes(
+        &mut self,
+        (left, top, bottom): (f64, f64, f64),
+        (y0, y1): (f64, f64),
+        max_ticks: usize,
+    ) {
         let muted = self.style.muted();
         self.line(left, top, left, bottom, muted);
         if y1 <= y0 {
             return;
         }
-        let max_ticks = (((bottom - top) / (self.style.line() * 2.0)) as usize).clamp(2, 8);
+        let fit = ((bottom - top) / (self.style.line() * 1.2)) as usize;
+        let max_ticks = max_ticks.min(fit.max(2));
         for (value, label) in ticks_bytes(y0, y1, max_ticks) {
             let y = bottom - (value - y0) / (y1 - y0) * (bottom - top);
             self.line(left - 4.0, y, left, y, muted);
