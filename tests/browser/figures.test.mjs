@@ -8,10 +8,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, mkdir, copyFile, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, mkdir, copyFile, readFile, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serve, browser, screenshot, dropFiles, root, fixtures } from './harness.mjs';
+import { serve, browser, screenshot, dropFiles, root, fixtures, artifacts } from './harness.mjs';
 
 const FP32 = join(fixtures, 'corpus', 'real', 'forward-fp32.pickle');
 const SOURCE = join(fixtures, 'corpus', 'real', 'external-annotations.pickle');
@@ -44,6 +44,9 @@ async function exportFigure(page, figure, format, { width = 1200, height = 700, 
   await page.setChecked('#export-print', print);
   const file = await downloaded(page, () => page.click('#export-go'));
   assert.equal(await page.$eval('#export-status', (e) => e.textContent), '');
+  // Kept for people to look at (tests/browser/artifacts/figures/).
+  await mkdir(join(artifacts, 'figures'), { recursive: true });
+  await writeFile(join(artifacts, 'figures', `${print ? 'print-' : ''}${file.name}`), file.bytes);
   return file;
 }
 
