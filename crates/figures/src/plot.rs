@@ -308,6 +308,56 @@ pub fn flame(title: &str, s: &Strips, labels: &[FlameLabel], depths: u32) -> Plo
     }
 }
 
+/// The legend as drawn: entries (a colour, or none for the "more" note), columns, rows.
+struct LegendLayout {
+    entries: Vec<(Option<u32>, String)>,
+    columns: usize,
+    rows: usize,
+}
+
+/// Two columns when the longest entry fits half the width, else one; texts cut with …
+/// to their column; at most as many rows as leave the plot 60 % of `height`, the last
+/// slot then saying how many entries are left out.
+fn legend_layout(legend: &[(u32, String)], style: &Style, width: f64, height: f64) -> LegendLayout {
+    let swatch = style.font_px * 1.3;
+    let widest = legend
+        .iter()
+        .map(|(_, t)| style.text_width(t))
+        .fold(0.0, f64::max);
+    let columns = if widest + swatch <= width / 2.0 { 2 } else { 1 };
+    let room = ((width / columns as f64 - swatch) / (style.font_px * 0.6)).floor() as usize;
+    let max_rows = ((height * 0.4 / style.line()).floor() as usize).max(1);
+    let fit = (max_rows * columns).min(legend.len());
+    let mut entries: Vec<(Option<u32>, String)> = legend
+        .iter()
+        .take(fit)
+        .map(|(c, t)| (Some(*c), cut(t, room)))
+        .collect();
+    if fit < legend.len() {
+        let left_out = legend.len() - fit + 1;
+        if let Some(last) = entries.last_mut() {
+            *last = (None, format!("and {left_out} more call sites"));
+        }
+    }
+    LegendLayout {
+        rows: entries.len().div_ceil(columns),
+        entries,
+        columns,
+    }
+}
+
+/// `text` cut to `room` characters, with … when cut.
+fn cut(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        text.to_owned()
+    } else {
+        text.chars()
+            .take(room.saturating_sub(1))
+            .chain(['…'])
+            .collect()
+    }
+}
+
 /// The plot as an SVG document of `size`.
 pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
     let mut svg = Svg::new(size, *style, &plot.title);
@@ -326,7 +376,6 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         }
         YAxis::Depths => pad,
     };
-    let legend_rows = plot.legend.len().div_ceil(2) as f64;
     let right = w - pad;
     let top = svg.title_height();
     let axis_h = if plot.x_kind.is_some() {
@@ -334,7 +383,8 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
     } else {
         pad
     };
-    let bottom = (h - axis_h - legend_rows * line).max(top + 10.0);
+    let legend = legend_layout(&plot.legend, style, right - left, h - top - axis_h);
+    let bottom = (h - axis_h - legend.rows as f64 * line).max(top + 10.0);
     let (pw, ph) = (right - left, bottom - top);
     let (xs, ys) = (plot.x1 - plot.x0, plot.y1 - plot.y0);
     let sx = |x: f64| left + (x - plot.x0) / xs * pw;
@@ -362,11 +412,7 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         if room < 2 {
             continue;
         }
-        let text: String = if label.chars().count() > room {
-            label.chars().take(room - 1).chain(['…']).collect()
-        } else {
-            label.clone()
-        };
+        let text = cut(label, room);
         svg.text(
             x0 + 2.0,
             (y0 + y1) / 2.0 + style.font_px * 0.35,
@@ -453,10 +499,13 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         );
     }
     let legend_top = bottom + axis_h + line * 0.3;
-    for (n, (color, text)) in plot.legend.iter().enumerate() {
-        let x = left + (n % 2) as f64 * (pw / 2.0);
-        let y = legend_top + (n / 2) as f64 * line;
-        svg.rect(x, y - pad * 0.8, pad * 0.9, pad * 0.9, *color, "");
+    let col_w = pw / legend.columns as f64;
+    for (n, (color, text)) in legend.entries.iter().enumerate() {
+        let x = left + (n % legend.columns) as f64 * col_w;
+        let y = legend_top + (n / legend.columns) as f64 * line;
+        if let Some(color) = color {
+            svg.rect(x, y - pad * 0.8, pad * 0.9, pad * 0.9, *color, "");
+        }
         svg.text(
             x + pad * 1.3,
             y,

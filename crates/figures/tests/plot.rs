@@ -157,3 +157,47 @@ fn lanes_and_flame_label_what_was_laid_out() {
     assert_eq!(labelled, f.labels.len(), "every label finds its node");
     assert_eq!(p.rects[0].label.as_deref(), Some("all"));
 }
+
+/// In print the font is large: the legend keeps the plot 60 % of the height, cuts long
+/// names to their column, and says how many call sites it leaves out.
+#[test]
+fn print_legend_fits_and_counts_what_it_leaves_out() {
+    let snap = fp32();
+    let model = Arc::new(DeviceModel::replay(&snap, 0));
+    let index = TimelineIndex::from_model(&snap, model);
+    let view = TimelineView::full(&index, Axis::Time, 300, 200);
+    let strips = layout(&index, &view);
+    let entries = legend(&index, plot::LEGEND_MAX);
+    assert!(entries.len() > 6);
+    let size = Size::new(1200, 700);
+    let style = Style::new(Look::Print, size);
+    let p = plot::timeline(
+        "t",
+        &strips,
+        &view,
+        &entries,
+        (strips.peak.x, strips.peak.bytes as f64),
+        &style,
+    );
+    let els = elements(&plot::svg(&p, &style, size));
+    let shown: Vec<&Element> = els
+        .iter()
+        .filter(|e| e.attrs.get("class").map(String::as_str) == Some("legend"))
+        .collect();
+    assert!(shown.len() < entries.len());
+    let last = &shown[shown.len() - 1].text;
+    assert_eq!(
+        *last,
+        format!("and {} more call sites", entries.len() - shown.len() + 1)
+    );
+    // Every entry shown ends inside the figure (30 px font: 18 px a character, roughly).
+    for e in &shown {
+        assert!(
+            e.num("x") + e.text.chars().count() as f64 * 18.0 <= 1200.0 + 1.0,
+            "{}",
+            e.text
+        );
+    }
+    let frame_h = frame(&els).3;
+    assert!(frame_h >= 0.4 * 700.0, "{frame_h}");
+}
