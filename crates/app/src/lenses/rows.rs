@@ -637,12 +637,12 @@ pub fn figure(app: &App, segments: bool, title: &str, style: &Style, size: Size)
     let last = pane.row_at(top + f64::from(h)).min(total - 1);
     let rows = (first..=last)
         .filter_map(|r| {
-            let (size, name, _) = row_texts(o, pane, which, r)?;
+            let (gutter, name, _) = row_texts(o, pane, which, r)?;
             let y = pane.row_top(r);
             Some(RowLabel {
                 top: y,
                 bottom: y + f64::from(pane.row_height(r)),
-                size,
+                size: gutter,
                 name,
             })
         })
