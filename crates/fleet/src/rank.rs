@@ -206,3 +206,32 @@ pub struct SiteLive {
     /// Their allocation ids, ascending.
     pub ids: Vec<u32>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks of different runs that share a rank number get their run as a prefix;
+    /// labels that are unique stay as they are.
+    #[test]
+    fn row_labels_tell_runs_apart() {
+        let ids = [
+            RankId::new("sweep/tp1_pp2/rank0.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank0.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank1.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank1.pickle", 1),
+            RankId::new("other.pickle", 0),
+        ];
+        let refs: Vec<&RankId> = ids.iter().collect();
+        assert_eq!(
+            row_labels(&refs),
+            [
+                "tp1_pp2 · rank 0",
+                "tp2_pp1 · rank 0",
+                "rank 1",
+                "rank 1 (device 1)",
+                "other.pickle"
+            ]
+        );
+    }
+}
