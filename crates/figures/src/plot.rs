@@ -4,7 +4,7 @@
 //! that width shows); a [`Plot`] holds that layout in data coordinates and [`svg`]
 //! draws it with its axes, labels and legend.
 
-use memscope_render::palette::{overlay_color, Overlay, AGGREGATE};
+use memscope_render::palette::{channels, overlay_color, Overlay, AGGREGATE, NO_STACK_ALPHA};
 use memscope_render::{is_aggregate, Axis, FlameLabel, LegendEntry, Strips, TimelineView};
 use memscope_snapshot::units::format_bytes;
 
@@ -308,6 +308,21 @@ pub fn flame(title: &str, s: &Strips, labels: &[FlameLabel], depths: u32) -> Plo
     }
 }
 
+/// The pattern of allocations without a call stack.
+const NO_STACK_PATTERN: &str = "no-stack";
+
+/// A rectangle `(x, y, width, height)` in `color`, hatched when the colour is the
+/// no-call-stack marker.
+fn fill_rect(svg: &mut Svg, (x, y, w, h): (f64, f64, f64, f64), color: u32) {
+    if channels(color)[3] == NO_STACK_ALPHA {
+        svg.raw(&format!(
+            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"url(#{NO_STACK_PATTERN})\"/>\n"
+        ));
+    } else {
+        svg.rect(x, y, w, h, color, "");
+    }
+}
+
 /// The legend as drawn: entries (a colour, or none for the "more" note), columns, rows.
 struct LegendLayout {
     entries: Vec<(Option<u32>, String)>,
@@ -392,6 +407,11 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         YAxis::Bytes => bottom - (y - plot.y0) / ys * ph,
         YAxis::Rows(_) | YAxis::Depths => top + (y - plot.y0) / ys * ph,
     };
+    // Allocations without a call stack are hatched, as the page's renderer draws them:
+    // stripes two pixels wide every six along x + y, 45 % lighter.
+    svg.raw(&format!(
+        "<defs><pattern id=\"{NO_STACK_PATTERN}\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" fill=\"#5c5c5c\"/><path d=\"M0 0H2L0 2ZM6 0V2L2 6H0Z\" fill=\"#a5a5a5\"/></pattern></defs>\n"
+    ));
     svg.raw(&format!(
         "<clipPath id=\"plot\"><rect x=\"{left:.2}\" y=\"{top:.2}\" width=\"{pw:.2}\" height=\"{ph:.2}\"/></clipPath>\n<g clip-path=\"url(#plot)\" shape-rendering=\"crispEdges\">\n"
     ));
@@ -400,7 +420,11 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         let (x0, x1) = (sx(r.x0.max(plot.x0)), sx(r.x1.min(plot.x1)));
         let (ya, yb) = (sy(r.y0), sy(r.y1));
         let (y0, y1) = (ya.min(yb), ya.max(yb));
-        svg.rect(x0, y0, (x1 - x0).max(0.5), (y1 - y0).max(0.5), r.color, "");
+        fill_rect(
+            &mut svg,
+            (x0, y0, (x1 - x0).max(0.5), (y1 - y0).max(0.5)),
+            r.color,
+        );
         if let Some(label) = &r.label {
             labels.push((x0, x1, y0, y1, label, r.color));
         }
@@ -504,7 +528,7 @@ pub fn svg(plot: &Plot, style: &Style, size: Size) -> String {
         let x = left + (n % legend.columns) as f64 * col_w;
         let y = legend_top + (n / legend.columns) as f64 * line;
         if let Some(color) = color {
-            svg.rect(x, y - pad * 0.8, pad * 0.9, pad * 0.9, *color, "");
+            fill_rect(&mut svg, (x, y - pad * 0.8, pad * 0.9, pad * 0.9), *color);
         }
         svg.text(
             x + pad * 1.3,

@@ -27,9 +27,15 @@ fn fp32() -> Snapshot {
     load_bytes(&std::fs::read(path).unwrap()).unwrap()
 }
 
-fn hex(color: u32) -> String {
-    let [r, g, b, _] = memscope_render::palette::channels(color);
-    format!("#{r:02x}{g:02x}{b:02x}")
+/// The fill an instance must have: its colour, or the hatch of allocations without a
+/// call stack (the page's renderer hatches them).
+fn fill(color: u32) -> String {
+    let [r, g, b, a] = memscope_render::palette::channels(color);
+    if a == memscope_render::palette::NO_STACK_ALPHA {
+        "url(#no-stack)".to_owned()
+    } else {
+        format!("#{r:02x}{g:02x}{b:02x}")
+    }
 }
 
 /// The plot frame: the `rect` with `fill="none"` drawn after the bands.
@@ -76,6 +82,8 @@ fn timeline_draws_every_instance_where_the_layout_put_it() {
         .take_while(|e| e.name == "rect" && e.attrs.get("fill").map(String::as_str) != Some("none"))
         .collect();
     assert_eq!(bands.len(), strips.len());
+    // Allocations without a call stack are hatched, as on the page.
+    assert!(bands.iter().any(|e| e.attrs["fill"] == "url(#no-stack)"));
     // Every instance has a rectangle of its colour at its place (drawn in class order,
     // so matched as a multiset).
     let sx = |x: f64| left + (x - view.x0) / (view.x1 - view.x0) * pw;
@@ -83,7 +91,7 @@ fn timeline_draws_every_instance_where_the_layout_put_it() {
     let want: Vec<(String, f64, f64)> = (0..strips.len())
         .map(|i| {
             let [x0, _, _, y1] = strips.rect_data(i);
-            (hex(strips.colors[i]), sx(x0.max(view.x0)), sy(y1))
+            (fill(strips.colors[i]), sx(x0.max(view.x0)), sy(y1))
         })
         .collect();
     let mut got: Vec<(String, f64, f64)> = bands
