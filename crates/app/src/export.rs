@@ -1,15 +1,9 @@
-//! Exports: the memory timeline as SVG (vector: rectangles, lines, axes and labels as
-//! text, at a chosen size) or PNG (the same drawing rasterised), and the loaded ranks'
-//! summaries as CSV or JSON (the fields of `memscope summary --json`), the fleet's
-//! anomalies as JSON. Everything is generated in the page and downloaded; nothing leaves
-//! the machine.
+//! Exports: every figure as SVG (vector: rectangles, lines, axes and labels as text, at
+//! a chosen size; made by [`crate::figures`]) or PNG (the same drawing rasterised at the
+//! chosen size × pixel density), and the loaded ranks' summaries as CSV or JSON (the
+//! fields of `memscope summary --json`), the fleet's anomalies as JSON. Everything is
+//! generated in the page and downloaded; nothing leaves the machine.
 
-use std::fmt::Write as _;
-
-use memscope_protocol::Axis;
-use memscope_render::palette::{channels, overlay_color, Theme};
-use memscope_render::{is_aggregate, palette, ticks_bytes, ticks_events, ticks_time};
-use memscope_snapshot::units::format_bytes;
 use memscope_snapshot::DeviceSummary;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
@@ -18,194 +12,6 @@ use web_sys::{HtmlAnchorElement, HtmlCanvasElement, HtmlImageElement};
 
 use crate::app::{App, RankState};
 use crate::dom;
-
-fn hex(color: u32) -> (String, f64) {
-    let [r, g, b, a] = channels(color);
-    (format!("#{r:02x}{g:02x}{b:02x}"), f64::from(a) / 255.0)
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// The memory timeline of the active device as an SVG document of `width` × `height`
-/// pixels (the plot, its axes, title, peak marker and legend), or `None` when nothing is
-/// shown.
-pub fn timeline_svg(app: &App, width: u32, height: u32) -> Option<String> {
-    let t = app.timeline.as_ref()?;
-    let shown = t.shown.as_ref()?;
-    let (key, device) = app.active?;
-    let name = app.ranks.iter().find(|r| r.key == key)?.name.clone();
-    let dark = dom::document()
-        .document_element()
-        .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"));
-    let (bg, fg, muted) = if dark {
-        ("#17191e", "#e6e8ec", "#9aa1ad")
-    } else {
-        ("#ffffff", "#1d2129", "#5f6673")
-    };
-    let legend_rows = shown.legend.len().div_ceil(2).min(6) as f64;
-    let (w, h) = (f64::from(width.max(200)), f64::from(height.max(150)));
-    let (left, right, top) = (78.0, 16.0, 34.0);
-    let bottom = 34.0 + legend_rows * 16.0;
-    let (pw, ph) = ((w - left - right).max(10.0), (h - top - bottom).max(10.0));
-    let v = t.view;
-    let sx = |x: f64| left + (x - v.x0) / (v.x1 - v.x0) * pw;
-    let sy = |y: f64| top + (1.0 - (y - v.y0) / (v.y1 - v.y0)) * ph;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="system-ui, sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(out, r#"<rect width="{w}" height="{h}" fill="{bg}"/>"#);
-    let _ = writeln!(
-        out,
-        r#"<text x="{left}" y="20" font-size="14" font-weight="600" fill="{fg}">{} — device {device}</text>"#,
-        escape(&name)
-    );
-    let _ = writeln!(
-        out,
-        r#"<clipPath id="plot"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath>"#
-    );
-    // Bands, grouped by colour: one element per rectangle, clipped to the plot.
-    let s = &shown.strips;
-    let _ = writeln!(
-        out,
-        r#"<g clip-path="url(#plot)" shape-rendering="crispEdges">"#
-    );
-    let mut order: Vec<usize> = (0..s.len()).collect();
-    // As on screen: mixed (grey) aggregates, then those of one call site, then bands.
-    let class = |i: usize| match (is_aggregate(s.ids[i]), s.colors[i] == palette::AGGREGATE) {
-        (true, true) => 0,
-        (true, false) => 1,
-        (false, _) => 2,
-    };
-    order.sort_by_key(|&i| (class(i), s.colors[i]));
-    let mut current = None;
-    for i in order {
-        let [x0, x1, y0, y1] = s.rect_data(i);
-        if x1 < v.x0 || x0 > v.x1 || y1 < v.y0 || y0 > v.y1 {
-            continue;
-        }
-        if current != Some(s.colors[i]) {
-            if current.is_some() {
-                out.push_str("</g>\n");
-            }
-            let (fill, alpha) = hex(s.colors[i]);
-            let _ = write!(out, r#"<g fill="{fill}" fill-opacity="{alpha:.3}">"#);
-            current = Some(s.colors[i]);
-        }
-        let (px0, px1) = (sx(x0.max(v.x0)), sx(x1.min(v.x1)));
-        let (py0, py1) = (sy(y1.min(v.y1)), sy(y0.max(v.y0)));
-        let _ = write!(
-            out,
-            r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}"/>"#,
-            px0,
-            py0,
-            (px1 - px0).max(0.5),
-            (py1 - py0).max(0.5)
-        );
-    }
-    if current.is_some() {
-        out.push_str("</g>\n");
-    }
-    // Overlay lines (allocated outline, reserved bytes).
-    let theme = if dark { Theme::Dark } else { Theme::Light };
-    for strip in &s.line_strips {
-        let (stroke, alpha) = hex(overlay_color(strip.kind, theme));
-        let mut points = String::new();
-        for k in strip.first..strip.first + strip.count {
-            let (x, y) = (s.lines[2 * k as usize], s.lines[2 * k as usize + 1]);
-            let _ = write!(
-                points,
-                "{:.2},{:.2} ",
-                sx(s.origin_x + f64::from(x)),
-                sy(s.origin_y + f64::from(y))
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<polyline points="{}" fill="none" stroke="{stroke}" stroke-opacity="{alpha:.3}" stroke-width="1"/>"#,
-            points.trim_end()
-        );
-    }
-    out.push_str("</g>\n");
-    // Axes.
-    let _ = writeln!(
-        out,
-        r#"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="{muted}"/>"#
-    );
-    for (value, label) in ticks_bytes(v.y0, v.y1, 6) {
-        let y = sy(value);
-        let _ = writeln!(
-            out,
-            r#"<line x1="{:.1}" x2="{left}" y1="{y:.2}" y2="{y:.2}" stroke="{muted}"/><text x="{:.1}" y="{:.2}" text-anchor="end" fill="{muted}">{}</text>"#,
-            left - 4.0,
-            left - 6.0,
-            y + 4.0,
-            escape(&label)
-        );
-    }
-    let x_ticks = match v.axis {
-        Axis::Time => ticks_time(v.x0.max(0.0), v.x1, 8),
-        Axis::Events => ticks_events(v.x0.max(0.0), v.x1, 8),
-    };
-    for (value, label) in x_ticks {
-        let x = sx(value);
-        if x < left || x > left + pw {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            r#"<line x1="{x:.2}" x2="{x:.2}" y1="{}" y2="{:.1}" stroke="{muted}"/><text x="{x:.2}" y="{:.1}" text-anchor="middle" fill="{muted}">{}</text>"#,
-            top + ph,
-            top + ph + 4.0,
-            top + ph + 16.0,
-            escape(&label)
-        );
-    }
-    let axis_name = match v.axis {
-        Axis::Time => "time since the trace start",
-        Axis::Events => "trace entries",
-    };
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{muted}">{axis_name}</text>"#,
-        left + pw,
-        top + ph + 28.0
-    );
-    // The peak.
-    let (px, pb) = shown.peak;
-    if px >= v.x0 && px <= v.x1 {
-        let (x, y) = (sx(px), sy(pb.min(v.y1)));
-        let _ = writeln!(
-            out,
-            r#"<circle cx="{x:.2}" cy="{y:.2}" r="3" fill="{fg}"/><text x="{x:.2}" y="{:.2}" text-anchor="middle" fill="{fg}">peak {}</text>"#,
-            y - 6.0,
-            format_bytes(pb as u64)
-        );
-    }
-    // Legend, two columns.
-    let legend_top = top + ph + 40.0;
-    for (n, entry) in shown.legend.iter().take(12).enumerate() {
-        let (fill, _) = hex(entry.color);
-        let x = left + (n % 2) as f64 * (pw / 2.0);
-        let y = legend_top + (n / 2) as f64 * 16.0;
-        let _ = writeln!(
-            out,
-            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{fill}"/><text x="{:.1}" y="{y:.1}" fill="{fg}">{} — {}</text>"#,
-            y - 9.0,
-            x + 14.0,
-            escape(&entry.label),
-            format_bytes(entry.bytes as u64)
-        );
-    }
-    out.push_str("</svg>\n");
-    Some(out)
-}
 
 /// The loaded (file, device) summaries.
 pub fn summaries(app: &App) -> Vec<DeviceSummary> {
@@ -384,39 +190,51 @@ fn size_input(id: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// The pixel density chosen for PNG (1 to 4; anything else is 1).
+fn density_input() -> u32 {
+    dom::by_id::<web_sys::HtmlInputElement>("export-density")
+        .value()
+        .parse::<u32>()
+        .ok()
+        .filter(|v| (1..=4).contains(v))
+        .unwrap_or(1)
+}
+
+/// Exports the figure chosen in the dialog as SVG, or as PNG of `size` × `density`.
+fn export_figure(app: &App, png: bool, size: memscope_figures::Size) -> Result<(), JsValue> {
+    let figure = crate::figures::Figure::from_name(
+        &dom::by_id::<web_sys::HtmlSelectElement>("export-figure").value(),
+    );
+    let print = dom::by_id::<web_sys::HtmlInputElement>("export-print").checked();
+    let svg = crate::figures::svg(app, figure, crate::figures::look(print), size)?;
+    let stem = crate::figures::file_stem(app, figure);
+    if !png {
+        return download(&format!("{stem}.svg"), "image/svg+xml", &svg.into());
+    }
+    let density = density_input();
+    let (width, height) = (size.width_px * density, size.height_px * density);
+    let name = format!("{stem}.png");
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = download_png(name, svg, width, height).await {
+            web_sys::console::error_2(&"memscope: PNG export failed".into(), &e);
+            dom::by_id::<web_sys::HtmlElement>("export-status")
+                .set_text_content(Some("Could not export: the browser could not draw the PNG"));
+        }
+    });
+    Ok(())
+}
+
 /// Runs the export chosen in the dialog.
 fn export(app: &crate::app::Shared) {
     let format = selected_format();
-    let (width, height) = (
+    let size = memscope_figures::Size::new(
         size_input("export-width", 1600),
         size_input("export-height", 900),
     );
     let app_ref = app.borrow();
-    let base = app_ref
-        .active
-        .and_then(|(key, device)| {
-            let rank = app_ref.ranks.iter().find(|r| r.key == key)?;
-            let stem = rank.name.split('.').next().unwrap_or("memscope");
-            Some(format!("{stem}-device{device}"))
-        })
-        .unwrap_or_else(|| "memscope".to_owned());
     let result = match format.as_str() {
-        "svg" => match timeline_svg(&app_ref, width, height) {
-            Some(svg) => download(&format!("{base}.svg"), "image/svg+xml", &svg.into()),
-            None => Err("nothing is shown".into()),
-        },
-        "png" => match timeline_svg(&app_ref, width, height) {
-            Some(svg) => {
-                let name = format!("{base}.png");
-                wasm_bindgen_futures::spawn_local(async move {
-                    if let Err(e) = download_png(name, svg, width, height).await {
-                        web_sys::console::error_2(&"memscope: PNG export failed".into(), &e);
-                    }
-                });
-                Ok(())
-            }
-            None => Err("nothing is shown".into()),
-        },
+        "svg" => export_figure(&app_ref, false, size),
+        "png" => export_figure(&app_ref, true, size),
         "csv" => download(
             "memscope-summaries.csv",
             "text/csv",

@@ -29,6 +29,11 @@ mod heat;
 mod lanes;
 mod overview;
 
+pub use compare::figure as compare_figure;
+pub use grid::figure as grid_figure;
+pub use heat::figure as heat_figure;
+pub use overview::figure as overview_figure;
+
 use std::collections::BTreeMap;
 
 use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
@@ -766,23 +771,15 @@ fn who_label(id: &RankId) -> String {
         .unwrap_or_else(|| id.display())
 }
 
-/// Gives the rows that share a label their run's name as a prefix.
+/// Gives the rows that share a label their run's name as a prefix
+/// ([`memscope_fleet::row_labels`], as `memscope plot` labels them).
 fn set_labels(facts: &[RankFacts]) {
-    let mut by_display: BTreeMap<String, usize> = BTreeMap::new();
-    for f in facts {
-        *by_display.entry(f.figures.id.display()).or_default() += 1;
-    }
-    let mut labels = BTreeMap::new();
-    for f in facts {
-        let display = f.figures.id.display();
-        if by_display.get(&display).copied().unwrap_or(0) < 2 {
-            continue;
-        }
-        let run = memscope_fleet::run_name(&f.figures.id.path);
-        let run = run.rsplit(['/', '\\']).next().unwrap_or(&run).to_owned();
-        if !run.is_empty() && run != f.figures.id.file {
-            labels.insert(f.figures.id.clone(), format!("{run} · {display}"));
-        }
-    }
+    let ids: Vec<&RankId> = facts.iter().map(|f| &f.figures.id).collect();
+    let labels = memscope_fleet::row_labels(&ids)
+        .into_iter()
+        .zip(&ids)
+        .filter(|(label, id)| *label != id.display())
+        .map(|(label, id)| ((*id).clone(), label))
+        .collect();
     LABELS.with(|l| *l.borrow_mut() = labels);
 }

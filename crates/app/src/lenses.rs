@@ -37,6 +37,9 @@ mod whatif;
 
 pub use glview::highlighted;
 
+pub use flame::figure as flame_figure;
+pub use rows::figure as rows_figure;
+
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 

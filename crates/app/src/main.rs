@@ -10,6 +10,7 @@ mod app;
 mod chrome;
 mod dom;
 mod export;
+mod figures;
 mod files;
 mod fleet;
 mod later;

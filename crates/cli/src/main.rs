@@ -15,6 +15,8 @@
 //! `memscope report` writes the fleet report file (`memscope-report`): every rank's
 //! report as JSON Lines, the files read on every core.
 //!
+//! `memscope plot` writes the page's figures as SVG (`memscope-figures`).
+//!
 //! `memscope simulate` replays each device through the caching allocator
 //! (`memscope-allocator`) under the recorded settings and others.
 
@@ -131,9 +133,55 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Write a figure as SVG, the same the page exports: the configuration grid, the
+    /// rank × time heatmap or the overview bars of all FILES, the compare curves of two,
+    /// or one file's memory timeline, segments, call-site lanes or flame graph.
+    Plot {
+        /// Which figure.
+        #[arg(value_enum)]
+        figure: plot::Figure,
+        /// The SVG file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Width, CSS pixels (the SVG's units).
+        #[arg(long, default_value_t = 1200)]
+        width: u32,
+        /// Height, CSS pixels.
+        #[arg(long, default_value_t = 700)]
+        height: u32,
+        /// The look: the page's light or dark theme, or print (white background, black
+        /// text, a font that holds when the figure is scaled to a paper's column).
+        #[arg(long, default_value = "light", value_parser = ["light", "dark", "print"])]
+        style: String,
+        /// Short for --style print.
+        #[arg(long)]
+        print: bool,
+        /// The device (default: each file's first).
+        #[arg(long)]
+        device: Option<i32>,
+        /// x: trace entries instead of time (timeline, segments, lanes).
+        #[arg(long)]
+        events: bool,
+        /// Grid: the setting of the rows (default tp).
+        #[arg(long)]
+        rows: Option<String>,
+        /// Grid: the setting of the columns (default pp).
+        #[arg(long)]
+        cols: Option<String>,
+        /// Grid: peak allocated instead of peak reserved bytes.
+        #[arg(long)]
+        allocated: bool,
+        /// Grid: the device capacity (80GiB, 24GB).
+        #[arg(long, default_value = "80GiB")]
+        capacity: String,
+        /// Snapshot files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 mod fleet;
+mod plot;
 mod simulate;
 
 /// Files larger than this get a progress bar (when stderr is a terminal).
@@ -172,6 +220,46 @@ fn main() -> ExitCode {
                 },
             )
         }
+        Command::Plot {
+            figure,
+            output,
+            width,
+            height,
+            style,
+            print,
+            device,
+            events,
+            rows,
+            cols,
+            allocated,
+            capacity,
+            files,
+        } => match memscope_allocator::parse_bytes(&capacity) {
+            Ok(capacity_bytes) => plot::plot(
+                &files,
+                &plot::PlotOptions {
+                    figure,
+                    output,
+                    size: memscope_figures::Size::new(width, height),
+                    look: if print {
+                        memscope_figures::Look::Print
+                    } else {
+                        memscope_figures::Look::from_name(&style)
+                            .unwrap_or(memscope_figures::Look::Light)
+                    },
+                    device,
+                    events,
+                    rows_key: rows,
+                    cols_key: cols,
+                    allocated,
+                    capacity_bytes,
+                },
+            ),
+            Err(why) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("--capacity {capacity}: {why}"),
+            )),
+        },
         Command::Simulate {
             json,
             sets,

@@ -51,6 +51,33 @@ impl RankId {
     }
 }
 
+/// The labels of rows for people, in order: [`RankId::display`] (`rank 3`, or the file
+/// name, and the device), with the run's name as a prefix (`tp2_pp4 · rank 0`) for the
+/// ids whose display is shared by several rows of different runs. The page's fleet
+/// view and `memscope plot` label rows with it.
+pub fn row_labels(ids: &[&RankId]) -> Vec<String> {
+    let mut by_display: std::collections::BTreeMap<String, usize> =
+        std::collections::BTreeMap::new();
+    for id in ids {
+        *by_display.entry(id.display()).or_default() += 1;
+    }
+    ids.iter()
+        .map(|id| {
+            let display = id.display();
+            if by_display.get(&display).copied().unwrap_or(0) < 2 {
+                return display;
+            }
+            let run = crate::config::run_name(&id.path);
+            let run = run.rsplit(['/', '\\']).next().unwrap_or(&run).to_owned();
+            if !run.is_empty() && run != id.file {
+                format!("{run} · {display}")
+            } else {
+                display
+            }
+        })
+        .collect()
+}
+
 /// Everything derived from one device of one snapshot that the analyses share: the
 /// device's [`DeviceModel`] (shared, not copied: a worker hands the one it built for
 /// drawing) and what fleet adds to it. It does not borrow the [`Snapshot`] (functions
@@ -175,4 +202,33 @@ pub struct SiteLive {
     pub bytes: u64,
     /// Their allocation ids, ascending.
     pub ids: Vec<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks of different runs that share a rank number get their run as a prefix;
+    /// labels that are unique stay as they are.
+    #[test]
+    fn row_labels_tell_runs_apart() {
+        let ids = [
+            RankId::new("sweep/tp1_pp2/rank0.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank0.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank1.pickle", 0),
+            RankId::new("sweep/tp2_pp1/rank1.pickle", 1),
+            RankId::new("other.pickle", 0),
+        ];
+        let refs: Vec<&RankId> = ids.iter().collect();
+        assert_eq!(
+            row_labels(&refs),
+            [
+                "tp1_pp2 · rank 0",
+                "tp2_pp1 · rank 0",
+                "rank 1",
+                "rank 1 (device 1)",
+                "other.pickle"
+            ]
+        );
+    }
 }

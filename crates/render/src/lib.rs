@@ -8,8 +8,8 @@
 //! the trace window are live from the start, at the bottom. The pending-free part of a
 //! band (from `free_requested` to its end) is a lighter shade of its colour.
 //!
-//! Everything here but [`gl`] is plain Rust (no `web-sys`, no GPU, no clock), tested
-//! natively; [`gl`] draws through a `glow` context the page creates.
+//! Everything here but `gl` is plain Rust (no `web-sys`, no GPU, no clock), tested
+//! natively; `gl` (built for wasm only) draws through a `glow` context the page creates.
 //!
 //! # Data flow
 //!
@@ -33,7 +33,7 @@
 //!   origin so `f32` stays precise, plus overlay polylines and the peak marker.
 //! - [`legend`]: the call sites holding the most bytes at the peak.
 //! - [`palette`]: every colour. [`axes`]: tick positions and labels.
-//! - [`gl`]: the WebGL2 renderer of strips (glow): the only part that needs a GPU.
+//! - `gl`: the WebGL2 renderer of strips (glow): the only part that needs a GPU.
 //!
 //! # Level of detail
 //!
@@ -136,8 +136,9 @@
 //! assert_eq!(legend(&index, 1)[0].bytes, 1003);
 //! ```
 
-pub mod axes;
+pub use memscope_snapshot::axes;
 pub mod flame;
+#[cfg(target_arch = "wasm32")]
 pub mod gl;
 mod index;
 pub mod lanes;
@@ -146,7 +147,6 @@ pub mod palette;
 pub mod segments;
 mod stack;
 
-pub use axes::{ticks_bytes, ticks_events, ticks_time};
 pub use flame::{
     flame_layout, FlameAggregate, FlameLabel, FlameLayout, FlameNode, FlameOptions, FlameOrder,
     FlameTree, FlameView, Orientation, Weighting,
@@ -157,6 +157,7 @@ pub use layout::{
     aggregate_colour_site, is_aggregate, layout, Aggregate, LineStrip, PeakMarker, Strips,
     TimelineView, AGGREGATE_BASE, AGGREGATE_ID, MIXED_SITE, WINDOW_PX,
 };
+pub use memscope_snapshot::axes::{ticks_bytes, ticks_events, ticks_time};
 pub use segments::{
     segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentLayout,
     SegmentRow, Segments,

@@ -31,6 +31,7 @@
 //! ```
 
 mod alloc;
+pub mod axes;
 mod builder;
 mod device;
 pub mod frames;

@@ -78,6 +78,8 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-fleet",
             "memscope-report",
             "memscope-allocator",
+            "memscope-render",
+            "memscope-figures",
         ],
         Browser::NotNative,
     ),
@@ -106,7 +108,24 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         ],
         Browser::Never,
     ),
-    // The layout is plain Rust; its `gl` module draws through glow (WebGL2 on wasm).
+    // The figures (SVG) the page exports and `memscope plot` writes, from fleet's results
+    // and render's layouts. Plain Rust natively; on wasm its closure includes render's
+    // renderer (glow), which it never calls.
+    (
+        "memscope-figures",
+        &[
+            "memscope-snapshot",
+            "memscope-fleet",
+            "memscope-render",
+            "memscope-analysis",
+            "memscope-allocator",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::NotNative,
+    ),
+    // The layout is plain Rust; its `gl` module (built for wasm only) draws through glow
+    // (WebGL2).
     ("memscope-render", &["memscope-snapshot"], Browser::Allowed),
     (
         "memscope-protocol",
@@ -140,6 +159,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-worker",
             "memscope-analysis",
             "memscope-fleet",
+            "memscope-figures",
         ],
         Browser::Allowed,
     ),

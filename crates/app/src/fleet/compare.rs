@@ -11,13 +11,14 @@
 //! Each row links to its allocations: the side's rank opens at its peak with the
 //! site's allocations live there selected.
 
+use memscope_figures::curves::{top_bytes, COLOR_A, COLOR_B};
+use memscope_figures::{Size, Style};
 use memscope_fleet::{
     combine, curve_axis, sort_sites, Align, AxisKind, Change, CompareSide, Comparison, Curves,
     SiteDiff, SortKey,
 };
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, Side};
 use memscope_protocol::Request;
-use memscope_render::palette::PALETTE;
 use memscope_render::ticks_bytes;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
@@ -36,11 +37,6 @@ const CURVE_BINS: u32 = 400;
 const CURVE_PX: f64 = 180.0;
 /// Rows shown before "Show all".
 const ROWS_SHOWN: usize = 200;
-
-/// Colour of side A's curve.
-const COLOR_A: u32 = PALETTE[1];
-/// Colour of side B's curve.
-const COLOR_B: u32 = PALETTE[0];
 
 /// A comparison on its way or made.
 struct Run {
@@ -491,16 +487,7 @@ pub fn render_curves(app: &App) {
         return;
     };
     let curves = &cmp.curves;
-    let top = curves
-        .a
-        .iter()
-        .chain(&curves.b)
-        .flatten()
-        .copied()
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64
-        * 1.05;
+    let top = top_bytes(curves);
     let bins = curves.axis.bins as f64;
     for (values, color) in [(&curves.a, COLOR_A), (&curves.b, COLOR_B)] {
         ctx.set_stroke_style_str(&css_color(color));
@@ -545,6 +532,23 @@ pub fn render_curves(app: &App) {
             8,
         );
     }
+}
+
+/// The curves as shown, as an SVG figure (sides labelled as on the page).
+pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
+    let cmp = app
+        .fleet
+        .compare
+        .run
+        .as_ref()
+        .and_then(|r| r.result.as_ref())?;
+    Some(memscope_figures::curves::svg(
+        &cmp.curves,
+        &who_label(&cmp.a.id),
+        &who_label(&cmp.b.id),
+        style,
+        size,
+    ))
 }
 
 /// A control changed: keep the choice.

@@ -1,5 +1,6 @@
 //! Drawing helpers of the fleet view: 2D canvases sized to their CSS box, the colour
-//! scale of the heatmap and the configuration grid, DOM axis ticks.
+//! scale of the heatmap and the configuration grid (`memscope_figures::scale`, shared
+//! with the exported figures), DOM axis ticks.
 //!
 //! The fleet canvases are 2D canvases, not WebGL: a heatmap is at most a few dozen rows
 //! of a few hundred bins, one `ImageData` pixel per cell scaled up without smoothing,
@@ -7,42 +8,14 @@
 //! second WebGL context would cost a GPU context (browsers keep only a handful) and, in
 //! software rendering, far more than it saves.
 
-use memscope_render::palette::{channels, rgba, Theme};
+use memscope_render::palette::Theme;
 use memscope_render::{ticks_events, ticks_time};
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, HtmlElement};
 
 use crate::dom::{self, append, clear, el_text, style};
 
-/// Viridis (Smith & van der Walt, matplotlib's default colour map) at 9 even stops:
-/// perceptually uniform — equal steps of bytes look like equal steps of colour — and
-/// readable with colour-vision deficiencies and in greyscale, on a light and on a dark
-/// page. The allocation palette (`memscope_render::palette::PALETTE`) is categorical
-/// (call sites), so it cannot serve as a scale.
-const VIRIDIS: [u32; 9] = [
-    0x440154, 0x472c7a, 0x3b518b, 0x2c718e, 0x21908d, 0x27ad81, 0x5cc863, 0xaadc32, 0xfde725,
-];
-
-/// The colour of `t` in 0..=1 on the scale (clamped), RGBA8 as the palette packs it.
-pub fn ramp(t: f64) -> u32 {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let x = t * (VIRIDIS.len() - 1) as f64;
-    let i = (x.floor() as usize).min(VIRIDIS.len() - 2);
-    let f = x - i as f64;
-    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
-    let mix = |shift: u32| {
-        let (ca, cb) = (
-            f64::from((a >> shift) & 0xff),
-            f64::from((b >> shift) & 0xff),
-        );
-        (ca + (cb - ca) * f).round() as u8
-    };
-    rgba(mix(16), mix(8), mix(0), 255)
-}
+pub use memscope_figures::scale::{ramp, text_on};
 
 /// The CSS `linear-gradient` of the scale, left to right.
 pub fn ramp_gradient() -> String {
@@ -50,25 +23,6 @@ pub fn ramp_gradient() -> String {
         .map(|i| crate::timeline::css_color(ramp(f64::from(i) / 8.0)))
         .collect();
     format!("linear-gradient(to right, {})", stops.join(", "))
-}
-
-/// Black or white, whichever reads better on `color` (WCAG relative luminance).
-pub fn text_on(color: u32) -> &'static str {
-    let [r, g, b, _] = channels(color);
-    let lin = |c: u8| {
-        let c = f64::from(c) / 255.0;
-        if c <= 0.039_28 {
-            c / 12.92
-        } else {
-            ((c + 0.055) / 1.055).powf(2.4)
-        }
-    };
-    let l = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-    if l > 0.179 {
-        "#000"
-    } else {
-        "#fff"
-    }
 }
 
 /// Sizes a canvas to its CSS width and `css_height` pixels (times the device pixel

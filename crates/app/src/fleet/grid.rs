@@ -5,13 +5,15 @@
 
 use std::collections::BTreeSet;
 
+use memscope_figures::grid::{cell_color, cell_texts, headers, status_name, status_text};
+use memscope_figures::{Size, Style};
 use memscope_fleet::config::TIGHT_FRACTION;
-use memscope_fleet::{config_grid, runs_from_ranks, CellStatus, Metric};
+use memscope_fleet::{config_grid, runs_from_ranks, ConfigGrid, Metric};
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement, HtmlSelectElement};
 
-use super::draw::{ramp, ramp_gradient, text_on};
+use super::draw::{ramp_gradient, text_on};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
@@ -38,28 +40,6 @@ impl Default for State {
     }
 }
 
-fn status_name(s: CellStatus) -> &'static str {
-    match s {
-        CellStatus::Ok => "ok",
-        CellStatus::Tight => "tight",
-        CellStatus::Over => "over",
-        CellStatus::Oom => "oom",
-        CellStatus::Failed => "failed",
-        CellStatus::Missing => "missing",
-    }
-}
-
-fn status_text(s: CellStatus) -> &'static str {
-    match s {
-        CellStatus::Ok => "fits",
-        CellStatus::Tight => "tight: within 10 % of the capacity",
-        CellStatus::Over => "over the capacity",
-        CellStatus::Oom => "went out of memory",
-        CellStatus::Failed => "a file could not be read",
-        CellStatus::Missing => "not run",
-    }
-}
-
 fn option(select: &HtmlElement, value: &str, text: &str) {
     let o = el_text("option", "", text);
     attr(&o, "value", value);
@@ -82,13 +62,10 @@ fn menu(id: &str, label: &str, choices: &[(String, String)], value: &str) -> Htm
     l
 }
 
-/// Draws the grid.
-pub fn render(app: &App) {
-    let body: HtmlElement = by_id("fleet-grid");
-    clear(&body);
-    let Some(c) = &app.fleet.combined else {
-        return;
-    };
+/// The settings found in the names, and the grid of the chosen two (`None` with fewer
+/// than two settings).
+fn current(app: &App) -> Option<(Vec<String>, Option<ConfigGrid>)> {
+    let c = app.fleet.combined.as_ref()?;
     let s = &app.fleet.grid;
     let runs = runs_from_ranks(&c.facts, &c.failed, s.metric);
     let keys: Vec<String> = runs
@@ -97,20 +74,8 @@ pub fn render(app: &App) {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    attr(&body, "data-settings", &keys.join(","));
-    attr(&body, "data-failed", &c.failed.join(","));
     if keys.len() < 2 {
-        let text = match keys.first() {
-            None => "No parallelism settings in the file or folder names. Name runs like \
-                     tp2_pp4/rank0.pickle or tp2_pp4_rank0.pickle (tp, pp, dp, cp, ep, sp, \
-                     vp, mbs, gbs, seq, …) to get a grid of peak memory by two settings."
-                .to_owned(),
-            Some(k) => {
-                format!("Only one setting ({k}) in the names; the grid needs two (e.g. tp2_pp4).")
-            }
-        };
-        append(&body, &el_text("p", "hint", &text));
-        return;
+        return Some((keys, None));
     }
     let pick = |chosen: &Option<String>, prefer: &str, avoid: Option<&String>| -> String {
         chosen
@@ -128,6 +93,46 @@ pub fn render(app: &App) {
     let col_key = pick(&s.col_key, "pp", Some(&row_key));
     let capacity = (s.capacity_gib.max(0.0) * (1u64 << 30) as f64) as u64;
     let grid = config_grid(&runs, &row_key, &col_key, capacity);
+    Some((keys, Some(grid)))
+}
+
+/// The grid as shown, as an SVG figure.
+pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
+    let (_, grid) = current(app)?;
+    Some(memscope_figures::grid::svg(&grid?, style, size))
+}
+
+/// Draws the grid.
+pub fn render(app: &App) {
+    let body: HtmlElement = by_id("fleet-grid");
+    clear(&body);
+    let Some(c) = &app.fleet.combined else {
+        return;
+    };
+    let Some((keys, grid)) = current(app) else {
+        return;
+    };
+    let s = &app.fleet.grid;
+    attr(&body, "data-settings", &keys.join(","));
+    attr(&body, "data-failed", &c.failed.join(","));
+    let Some(grid) = grid else {
+        let text = match keys.first() {
+            None => "No parallelism settings in the file or folder names. Name runs like \
+                     tp2_pp4/rank0.pickle or tp2_pp4_rank0.pickle (tp, pp, dp, cp, ep, sp, \
+                     vp, mbs, gbs, seq, …) to get a grid of peak memory by two settings."
+                .to_owned(),
+            Some(k) => {
+                format!("Only one setting ({k}) in the names; the grid needs two (e.g. tp2_pp4).")
+            }
+        };
+        append(&body, &el_text("p", "hint", &text));
+        return;
+    };
+    let (row_key, col_key, capacity) = (
+        grid.row_key.clone(),
+        grid.col_key.clone(),
+        grid.capacity_bytes,
+    );
 
     let controls = el("div", "fleet-controls");
     let choices: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), k.clone())).collect();
@@ -180,24 +185,21 @@ pub fn render(app: &App) {
     append(&body, &legend);
 
     let table = el("table", "fleet-table config-grid");
-    attr(
-        &table,
-        "aria-label",
-        &format!("Peak memory by {row_key} (rows) and {col_key} (columns)"),
-    );
+    attr(&table, "aria-label", &memscope_figures::grid::title(&grid));
     let head = el("tr", "");
-    let corner = el_text("th", "corner", &format!("{row_key} ╲ {col_key}"));
+    let (corner, col_heads, row_heads) = headers(&grid);
+    let corner = el_text("th", "corner", &corner);
     attr(&corner, "scope", "col");
     append(&head, &corner);
-    for col in &grid.cols {
-        let th = el_text("th", "", &format!("{col_key} {col}"));
+    for text in &col_heads {
+        let th = el_text("th", "", text);
         attr(&th, "scope", "col");
         append(&head, &th);
     }
     append(&table, &head);
-    for (r, row) in grid.rows.iter().enumerate() {
+    for (r, row_head) in row_heads.iter().enumerate() {
         let tr = el("tr", "");
-        let th = el_text("th", "", &format!("{row_key} {row}"));
+        let th = el_text("th", "", row_head);
         attr(&th, "scope", "row");
         append(&tr, &th);
         for cell in &grid.cells[r] {
@@ -221,28 +223,12 @@ pub fn render(app: &App) {
                 title += &format!("\n{run}");
             }
             attr(&td, "title", &title);
-            let main = match (cell.status, cell.peak_bytes) {
-                (CellStatus::Missing, _) => "—".to_owned(),
-                (CellStatus::Failed, None) => "failed".to_owned(),
-                (_, Some(p)) => format_bytes(p),
-                (_, None) => "—".to_owned(),
-            };
+            let (main, sub) = cell_texts(cell);
             append(&td, &el_text("span", "cell-main", &main));
-            let sub = match (cell.status, cell.fraction) {
-                (CellStatus::Oom, _) => "OOM".to_owned(),
-                (CellStatus::Failed, _) => "unreadable".to_owned(),
-                (CellStatus::Missing, _) => "not run".to_owned(),
-                (_, Some(f)) => format!("{:.0} %", f * 100.0),
-                _ => String::new(),
-            };
             if !sub.is_empty() {
                 append(&td, &el_text("span", "cell-sub", &sub));
             }
-            if let (Some(f), false) = (
-                cell.fraction,
-                matches!(cell.status, CellStatus::Missing | CellStatus::Failed),
-            ) {
-                let color = ramp(f);
+            if let Some(color) = cell_color(cell) {
                 style(&td, "background", &css_color(color));
                 style(&td, "color", text_on(color));
             }

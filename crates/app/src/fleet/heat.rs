@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use memscope_figures::heatmap::bin_color;
+use memscope_figures::{Size, Style};
 use memscope_fleet::{AnomalyKind, Axis, AxisKind, HeatRow, Heatmap};
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, HeatRowData};
 use memscope_protocol::Request;
@@ -15,7 +17,7 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
 
-use super::draw::{self, ramp};
+use super::draw;
 use super::{all_reported, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
@@ -390,12 +392,7 @@ pub fn render(app: &App) {
     for (r, row) in map.rows.iter().enumerate() {
         for (b, v) in row.values.iter().enumerate().take(bins) {
             let Some(v) = v else { continue };
-            let t = if map.max_bytes > 0 {
-                *v as f64 / map.max_bytes as f64
-            } else {
-                0.0
-            };
-            let rgba = ramp(t).to_le_bytes();
+            let rgba = bin_color(*v, map.max_bytes).to_le_bytes();
             let at = (r * bins + b) * 4;
             pixels[at..at + 4].copy_from_slice(&rgba);
         }
@@ -431,6 +428,19 @@ pub fn render(app: &App) {
     }
     let span = (map.axis.end - map.axis.start) as f64;
     draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
+}
+
+/// The heatmap as shown, as an SVG figure (rows labelled as on the page).
+pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
+    let current = app.fleet.combined.as_ref().map(|c| &c.who);
+    let (map, _) = app
+        .fleet
+        .heat
+        .shown
+        .as_ref()
+        .filter(|(_, who)| Some(who) == current)?;
+    let labels: Vec<String> = map.rows.iter().map(|r| who_label(&r.id)).collect();
+    Some(memscope_figures::heatmap::svg(map, &labels, style, size))
 }
 
 /// The (row, bin) under a mouse position.

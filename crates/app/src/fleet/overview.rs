@@ -2,9 +2,10 @@
 //! any column; outlier ranks flagged by `memscope_fleet::overview`'s rule. A click (or
 //! Enter) on a row opens that rank's timeline.
 
+use memscope_figures::bars::{bar_color, Bar, Bars, Unit};
+use memscope_figures::{Size, Style};
 use memscope_fleet::overview::median_mad;
 use memscope_fleet::{Metric, OutlierRule, RankRow};
-use memscope_render::palette::{overlay_color, Overlay, PALETTE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use web_sys::{Element, HtmlElement};
 
@@ -82,6 +83,57 @@ pub struct State {
     descending: bool,
 }
 
+/// The rows in the order shown, and the column the bars show (the rank column shows
+/// peak allocated bytes).
+fn order(app: &App, rows: &[RankRow]) -> (Vec<usize>, Col) {
+    let state = &app.fleet.overview;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    if state.col != Col::Rank {
+        order.sort_by(|&a, &b| {
+            state
+                .col
+                .value(&rows[a])
+                .total_cmp(&state.col.value(&rows[b]))
+                .then(a.cmp(&b))
+        });
+    }
+    if state.descending {
+        order.reverse();
+    }
+    let bar_col = if state.col == Col::Rank {
+        Col::PeakAllocated
+    } else {
+        state.col
+    };
+    (order, bar_col)
+}
+
+/// The bars as shown (order, column, outliers), as an SVG figure.
+pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
+    let c = app.fleet.combined.as_ref()?;
+    let rows = &c.report.overview.rows;
+    if rows.is_empty() {
+        return None;
+    }
+    let (order, bar_col) = order(app, rows);
+    let bars = Bars {
+        metric: bar_col.label().to_owned(),
+        unit: match bar_col {
+            Col::Events | Col::Ooms => Unit::Count,
+            Col::Rank | Col::PeakAllocated | Col::PeakReserved | Col::AtSnapshot => Unit::Bytes,
+        },
+        rows: order
+            .iter()
+            .map(|&i| Bar {
+                label: who_label(&rows[i].figures.id),
+                value: bar_col.value(&rows[i]),
+                outlier: rows[i].outlier,
+            })
+            .collect(),
+    };
+    Some(memscope_figures::bars::svg(&bars, style, size))
+}
+
 /// The outlier rule, in words (the tooltip of every flag and the table's caption).
 pub fn rule_text() -> String {
     let r = OutlierRule::default();
@@ -152,25 +204,8 @@ pub fn render(app: &App) {
         );
         return;
     }
+    let (order, bar_col) = order(app, rows);
     let state = &app.fleet.overview;
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    if state.col != Col::Rank {
-        order.sort_by(|&a, &b| {
-            state
-                .col
-                .value(&rows[a])
-                .total_cmp(&state.col.value(&rows[b]))
-                .then(a.cmp(&b))
-        });
-    }
-    if state.descending {
-        order.reverse();
-    }
-    let bar_col = if state.col == Col::Rank {
-        Col::PeakAllocated
-    } else {
-        state.col
-    };
     let values: Vec<f64> = rows.iter().map(|r| bar_col.value(r)).collect();
     let max = values.iter().copied().fold(0.0, f64::max);
     let (median, _) = median_mad(&values);
@@ -299,11 +334,7 @@ pub fn render(app: &App) {
         );
         let f = if max > 0.0 { values[i] / max } else { 0.0 };
         style(&bar, "width", &format!("{:.2}%", f * 100.0));
-        let color = if row.outlier {
-            overlay_color(Overlay::Peak, super::draw::theme())
-        } else {
-            PALETTE[1]
-        };
+        let color = bar_color(row.outlier, super::draw::theme());
         style(&bar, "background", &css_color(color));
         append(&bar_cell, &bar);
         if max > 0.0 {

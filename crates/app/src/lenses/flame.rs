@@ -5,6 +5,7 @@
 //! frames survives rebuilds), lists its allocations and highlights them in every view;
 //! the breadcrumb goes back.
 
+use memscope_figures::{Size, Style};
 use memscope_protocol::lens::{
     At, Crumb, FlameAggregateInfo, FlameAnswer, FlameNodeInfo, FlameQuery, FlameUnit, FlameWeight,
     LensRequest, NodeAllocations,
@@ -409,6 +410,14 @@ fn bool_text(b: bool) -> &'static str {
     } else {
         "false"
     }
+}
+
+/// The flame graph as drawn (the depths laid out, their labels), as an SVG figure.
+pub fn figure(app: &App, title: &str, style: &Style, size: Size) -> Option<String> {
+    let f = &app.lenses.flame;
+    let strips = f.gl.as_ref()?.strips.as_ref()?;
+    let plot = memscope_figures::plot::flame(title, strips, &f.labels, f.max_depth + 1);
+    Some(memscope_figures::plot::svg(&plot, style, size))
 }
 
 /// Redraws the canvas and the labels.

@@ -25,6 +25,8 @@ pub struct GlView {
     pub strips: Option<memscope_render::Strips>,
     /// Instances drawn under `strips` (not hit-tested), first in the upload.
     under: usize,
+    /// Those instances, in their own coordinates (for the figure export).
+    pub under_strips: Option<memscope_render::Strips>,
     /// Colours as laid out (underlay first), before highlighting.
     colors: Vec<u32>,
     /// Ids as uploaded (underlay ids are `NO_ID`).
@@ -67,6 +69,7 @@ impl GlView {
             renderer,
             strips: None,
             under: 0,
+            under_strips: None,
             colors: Vec::new(),
             ids: Vec::new(),
             rects: Vec::new(),
@@ -111,6 +114,7 @@ impl GlView {
         self.colors.clear();
         self.ids.clear();
         self.under = 0;
+        self.under_strips = under.cloned();
         if let Some(u) = under {
             self.under = u.len();
             flip_into(&mut rects, &u.rects);
@@ -206,6 +210,7 @@ impl GlView {
         self.ids.clear();
         self.rects.clear();
         self.under = 0;
+        self.under_strips = None;
         self.renderer.set_bands(&self.gl, &[], &[], &[]);
         self.renderer.set_lines(&self.gl, &[], Vec::new());
         if let Some((w, h)) = self.fit() {

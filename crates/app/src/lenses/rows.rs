@@ -11,8 +11,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use memscope_figures::plot::{segment_name, RowLabel};
+use memscope_figures::{Size, Style};
 use memscope_protocol::lens::{
-    At, LaneHitAnswer, LanesAnswer, LensRequest, PoolRow, PoolsAnswer, SegmentsAnswer,
+    At, LaneHitAnswer, LanesAnswer, LensRequest, Overview, PoolRow, PoolsAnswer, SegmentsAnswer,
 };
 use memscope_render::gl::NO_ID;
 use memscope_render::palette::Theme;
@@ -512,6 +514,64 @@ fn draw(app: &mut App, which: Which) {
     super::place_markers(app);
 }
 
+/// Row `r`'s texts: its size (the gutter), its name (over the row) and its tooltip.
+fn row_texts(o: &Overview, pane: &Pane, which: Which, r: u32) -> Option<(String, String, String)> {
+    Some(match which {
+        Which::Segments => {
+            let s = o.segments.get(r as usize)?;
+            let name = segment_name(s.address, s.expandable, s.pool_id, s.stream);
+            let title = format!(
+                "segment 0x{:x}: {} ({} bytes), {} allocations over its life{}",
+                s.address,
+                format_bytes(s.size_bytes),
+                format_count(s.size_bytes),
+                format_count(u64::from(s.allocations)),
+                if s.before_window {
+                    "; made before the trace"
+                } else {
+                    ""
+                }
+            );
+            (format_bytes(s.size_bytes), name, title)
+        }
+        Which::Lanes => {
+            let l = o.lanes.get(r as usize)?;
+            let title = format!(
+                "{}: peak {} ({} bytes), {} allocations",
+                l.label,
+                format_bytes(l.peak_bytes),
+                format_count(l.peak_bytes),
+                format_count(u64::from(l.allocations))
+            );
+            (format_bytes(l.peak_bytes), l.label.clone(), title)
+        }
+        Which::Pools => {
+            let pool = o.pools.get(r as usize)?;
+            let name = format!(
+                "pool ({}, {}) · stream 0x{:x} · {} allocations",
+                pool.pool_id.0,
+                pool.pool_id.1,
+                pool.stream,
+                format_count(u64::from(pool.allocations))
+            );
+            let title = format!(
+                "envelope peak {} ({} bytes); reserved at the snapshot {} ({} bytes); at the start {} bytes",
+                format_bytes(pool.peak_bytes),
+                format_count(pool.peak_bytes),
+                format_bytes(pool.snapshot_reserved_bytes),
+                format_count(pool.snapshot_reserved_bytes),
+                pool.initial_reserved_bytes
+            );
+            let scale = pane
+                .pool_rows
+                .iter()
+                .find(|x| x.pool == r)
+                .map_or(pool.peak_bytes, |x| x.scale_bytes);
+            (format_bytes(scale), name, title)
+        }
+    })
+}
+
 /// Row labels: sizes in the gutter, names over the rows.
 fn labels(app: &App, which: Which) {
     let (Some(p), Some(o)) = (app.lenses.rows.as_ref(), app.lenses.overview.as_ref()) else {
@@ -534,79 +594,8 @@ fn labels(app: &App, which: Which) {
     for r in first..=last {
         let y = (pane.row_top(r) - top) / d;
         let height = f64::from(pane.row_height(r)) / d;
-        let (gutter, name, title) = match which {
-            Which::Segments => {
-                let Some(s) = o.segments.get(r as usize) else {
-                    continue;
-                };
-                let mut flags = Vec::new();
-                if s.expandable {
-                    flags.push("expandable".to_owned());
-                }
-                if s.pool_id != (0, 0) {
-                    flags.push(format!("pool ({}, {})", s.pool_id.0, s.pool_id.1));
-                }
-                if s.stream != 0 {
-                    flags.push(format!("stream 0x{:x}", s.stream));
-                }
-                let name = if flags.is_empty() {
-                    format!("0x{:x}", s.address)
-                } else {
-                    format!("0x{:x} · {}", s.address, flags.join(" · "))
-                };
-                let title = format!(
-                    "segment 0x{:x}: {} ({} bytes), {} allocations over its life{}",
-                    s.address,
-                    format_bytes(s.size_bytes),
-                    format_count(s.size_bytes),
-                    format_count(u64::from(s.allocations)),
-                    if s.before_window {
-                        "; made before the trace"
-                    } else {
-                        ""
-                    }
-                );
-                (format_bytes(s.size_bytes), name, title)
-            }
-            Which::Lanes => {
-                let Some(l) = o.lanes.get(r as usize) else {
-                    continue;
-                };
-                let title = format!(
-                    "{}: peak {} ({} bytes), {} allocations",
-                    l.label,
-                    format_bytes(l.peak_bytes),
-                    format_count(l.peak_bytes),
-                    format_count(u64::from(l.allocations))
-                );
-                (format_bytes(l.peak_bytes), l.label.clone(), title)
-            }
-            Which::Pools => {
-                let Some(pool) = o.pools.get(r as usize) else {
-                    continue;
-                };
-                let name = format!(
-                    "pool ({}, {}) · stream 0x{:x} · {} allocations",
-                    pool.pool_id.0,
-                    pool.pool_id.1,
-                    pool.stream,
-                    format_count(u64::from(pool.allocations))
-                );
-                let title = format!(
-                    "envelope peak {} ({} bytes); reserved at the snapshot {} ({} bytes); at the start {} bytes",
-                    format_bytes(pool.peak_bytes),
-                    format_count(pool.peak_bytes),
-                    format_bytes(pool.snapshot_reserved_bytes),
-                    format_count(pool.snapshot_reserved_bytes),
-                    pool.initial_reserved_bytes
-                );
-                let scale = pane
-                    .pool_rows
-                    .iter()
-                    .find(|x| x.pool == r)
-                    .map_or(pool.peak_bytes, |x| x.scale_bytes);
-                (format_bytes(scale), name, title)
-            }
+        let Some((gutter, name, title)) = row_texts(o, pane, which, r) else {
+            continue;
         };
         let g = el_text("span", "row-size", &gutter);
         style(&g, "top", &format!("{y:.1}px"));
@@ -624,6 +613,43 @@ fn labels(app: &App, which: Which) {
             append(&pane.labels, &l);
         }
     }
+}
+
+/// The segment timeline (`segments`) or the call-site lanes as drawn — the visible
+/// rows, with their sizes and names — as an SVG figure.
+pub fn figure(app: &App, segments: bool, title: &str, style: &Style, size: Size) -> Option<String> {
+    let which = if segments {
+        Which::Segments
+    } else {
+        Which::Lanes
+    };
+    let (p, o) = (app.lenses.rows.as_ref()?, app.lenses.overview.as_ref()?);
+    let pane = p.get(which);
+    let gl = pane.gl.as_ref()?;
+    let strips = gl.strips.as_ref()?;
+    let (_, h) = gl.fit()?;
+    let total = row_count(app, which);
+    if total == 0 {
+        return None;
+    }
+    let top = pane.scroll_px();
+    let first = pane.row_at(top).min(total - 1);
+    let last = pane.row_at(top + f64::from(h)).min(total - 1);
+    let rows = (first..=last)
+        .filter_map(|r| {
+            let (gutter, name, _) = row_texts(o, pane, which, r)?;
+            let y = pane.row_top(r);
+            Some(RowLabel {
+                top: y,
+                bottom: y + f64::from(pane.row_height(r)),
+                size: gutter,
+                name,
+            })
+        })
+        .collect();
+    let axis = app.timeline.as_ref()?.view.axis;
+    let plot = memscope_figures::plot::rows(title, strips, gl.under_strips.as_ref(), rows, axis);
+    Some(memscope_figures::plot::svg(&plot, style, size))
 }
 
 /// Places the moment line (`moment`: fraction of the width) and the range (fractions).

@@ -1,5 +1,5 @@
 //! Axis ticks: positions at round steps and their labels, in the units and spelling of
-//! [`memscope_snapshot::units`] (`KiB`/`MiB`/`GiB`, `µs`/`ms`/`s`/`min`, a space
+//! [`crate::units`] (`KiB`/`MiB`/`GiB`, `µs`/`ms`/`s`/`min`, a space
 //! before the unit, thousands separators).
 //!
 //! Each function returns every multiple of the smallest step that gives at most
@@ -7,7 +7,7 @@
 //! labelled `0`; other labels share one unit and one number of decimals, so they line
 //! up.
 
-use memscope_snapshot::units::format_count;
+use crate::units::format_count;
 
 /// Byte ticks at power-of-two steps (…, 256 MiB, 512 MiB, 1 GiB, …). The unit is the
 /// largest binary unit at most four steps long, so labels have at most two decimals:
