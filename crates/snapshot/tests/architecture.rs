@@ -71,6 +71,17 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         ],
         Browser::NotNative,
     ),
+    // The single HTML file's data part: snapshots written back, trimmed, packed.
+    (
+        "memscope-bundle",
+        &[
+            "memscope-snapshot",
+            "memscope-analysis",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::Never,
+    ),
     (
         "memscope-cli",
         &[
@@ -78,6 +89,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-fleet",
             "memscope-report",
             "memscope-allocator",
+            "memscope-bundle",
         ],
         Browser::NotNative,
     ),
