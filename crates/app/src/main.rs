@@ -9,6 +9,7 @@
 mod app;
 mod chrome;
 mod dom;
+mod embedded;
 mod export;
 mod files;
 mod fleet;
@@ -73,6 +74,7 @@ fn main() {
     export::install(&app);
     dom::set_status("empty");
     share::install(&app);
+    embedded::install(&app);
 }
 
 /// Opens the bundled example.

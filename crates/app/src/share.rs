@@ -389,7 +389,7 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
 }
 
 /// Runs a hash: its commands now, its view when its files are open.
-fn run(app: &Shared, hash: &str) {
+pub(crate) fn run(app: &Shared, hash: &str) {
     let parsed = parse(hash);
     for command in parsed.commands {
         match command {

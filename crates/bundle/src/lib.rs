@@ -10,7 +10,7 @@
 //!
 //! Plain Rust: no browser dependency.
 
-mod base64;
+pub mod base64;
 mod html;
 mod pickle_out;
 mod write;
