@@ -63,6 +63,9 @@ def single_file(staging: str, html: str) -> str:
     # The page's script: the wasm-bindgen module, then its start from the inlined wasm.
     # Any failure is shown on the page, never only in the console.
     boot = glue + """
+// The page as written, before anything runs: Export… → One HTML file makes the next file
+// from it (crates/app/src/export_html.rs; memscope_bundle::template_of takes the data out).
+window.memscopeSinglePage = '<!DOCTYPE html>' + document.documentElement.outerHTML;
 const memscopeInflate = (id) => {
   const text = document.getElementById(id).textContent;
   const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));

@@ -1,16 +1,18 @@
-// The single HTML file (`memscope html`, built on dist/single.html) opened from file://
-// in headless Chromium with the network off and every request that is not the file's
-// own (file:, blob:, data:) refused: the ranks load from inside the file through the
-// workers, the embedded view is restored (device, axis, visible range), the embedded
-// anomalies are listed, the page's interactions work, and nothing asks the network.
+// The single HTML file (`memscope html`, and the page's Export… → One HTML file, both on
+// dist/single.html) opened from file:// in headless Chromium with the network off and
+// every request that is not the file's own (file:, blob:, data:) refused: the ranks load
+// from inside the file through the workers, the embedded view is restored (device, axis,
+// visible range, selection, search), the embedded anomalies are listed, the page's
+// interactions work, a file exports again from inside itself, nothing asks the network.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { browser, screenshot, reference, fixtures, root, dist, locate } from './harness.mjs';
+import { browser, serve, dropFiles, screenshot, reference, fixtures, root, dist, locate } from './harness.mjs';
 
 const real = (name) => join(fixtures, 'corpus', 'real', name);
 
@@ -47,7 +49,7 @@ test('a written file opens from file:// offline on its view, with its anomalies 
     const anomalies = join(dir, 'anomalies.jsonl');
     const lines = memscope(['anomalies', '--json', ...files]);
     assert.ok(lines.includes('"kind"'), 'the crafted file has an anomaly to list');
-    (await import('node:fs')).writeFileSync(anomalies, lines);
+    writeFileSync(anomalies, lines);
     const out = join(dir, 'report.html');
     memscope(['html', '--page', join(dist, 'single.html'), '--anomalies', anomalies, '-o', out, ...files]);
 
@@ -104,7 +106,7 @@ test('a range written by memscope html --range opens on that range, the entries 
   try {
     const out = join(dir, 'range.html');
     memscope(['html', '--page', join(dist, 'single.html'), '--device', '0', '--range', '500:900', '-o', out, real('forward-fp32.pickle')]);
-    const html = (await import('node:fs')).readFileSync(out, 'utf8');
+    const html = readFileSync(out, 'utf8');
     const hash = /"hash":"([^"]*)"/.exec(html)[1];
     const x = decodeURIComponent(/[&]x=([^&]*)/.exec(hash)[1]).split(',').map(Number);
     assert.equal(x[1] - x[0], 400);
@@ -128,6 +130,113 @@ test('a range written by memscope html --range opens on that range, the entries 
       await b.close();
     }
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** Exports One HTML file from the dialog with these options; resolves to the saved path. */
+async function exportHtml(page, dir, name, { ranks, range }) {
+  if (await page.$eval('#export-dialog', (e) => e.hidden)) await page.click('#export-open');
+  await page.selectOption('#export-format', 'html');
+  await page.selectOption('#export-html-ranks', ranks);
+  await page.selectOption('#export-html-range', range);
+  await page.click('#export-go');
+  await page.waitForSelector('#export-html-save:not([hidden])', { timeout: 60000 });
+  const bytes = Number(await page.$eval('#export-html-save', (e) => e.dataset.bytes));
+  const said = await page.$eval('#export-status', (e) => e.textContent);
+  assert.match(said, /ready to save/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-html-save')]);
+  const path = join(dir, name);
+  await download.saveAs(path);
+  assert.equal(statSync(path).size, bytes, 'the size shown is the size saved');
+  return path;
+}
+
+test('Export… → One HTML file from the page: the view comes back, trimmed or whole, and the file exports again', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'memscope-single-'));
+  const server = await serve();
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await dropFiles(page, [real('forward-fp32.pickle'), real('external-annotations.pickle')]);
+    await page.waitForSelector('.device[data-file="external-annotations.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+    await page.click('.device[data-file="forward-fp32.pickle"]');
+    await page.waitForFunction(() => document.querySelector('#view-title').textContent.includes('forward-fp32.pickle'));
+    await page.waitForSelector('body[data-status="ready"]');
+    // A view: zoomed in, an allocation selected, a search.
+    const at = await locate(page, 680);
+    await page.mouse.click(at.x, at.y);
+    await page.waitForSelector('#detail-body[data-allocation="680"]');
+    await page.keyboard.press('KeyW');
+    await page.keyboard.press('KeyW');
+    await page.waitForFunction(() => window.memscope.stats().settled);
+    await page.fill('#search', 'swiglu');
+    // The moment (at the peak) and the flame graph open under the timeline.
+    await page.click('#moment-peak');
+    await page.waitForSelector('#moment-panel[data-moment]:not([data-moment=""])');
+    const moment = await page.$eval('#moment-panel', (e) => e.dataset.moment);
+    await page.click('#tab-flame');
+    await page.waitForSelector('#tab-flame[aria-selected="true"]');
+    await page.waitForFunction(() => window.memscope.stats().settled);
+    const shown = await plot(page);
+
+    // Whole trace, every rank: the same view, selection and search.
+    const whole = await exportHtml(page, dir, 'whole.html', { ranks: 'all', range: 'whole' });
+    // The visible range of the shown rank only.
+    const part = await exportHtml(page, dir, 'part.html', { ranks: 'shown', range: 'visible' });
+    assert.ok(statSync(part).size < statSync(whole).size);
+
+    const w = await openOffline(whole);
+    try {
+      const p = w.page;
+      await p.waitForSelector('.device[data-file="external-annotations.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+      await p.waitForSelector('#detail-body[data-allocation="680"]', { timeout: 30000 });
+      await p.waitForFunction((s) => document.querySelector('#plot').dataset.viewStart === s, shown.viewStart, { timeout: 30000 });
+      const v = await plot(p);
+      assert.equal(v.viewEnd, shown.viewEnd);
+      assert.equal(v.axis, shown.axis);
+      assert.equal(await p.$eval('#search', (e) => e.value), 'swiglu');
+      await p.waitForSelector(`#moment-panel[data-moment="${moment}"]`, { timeout: 30000 });
+      await p.waitForSelector('#tab-flame[aria-selected="true"]');
+      // Exported again from inside the file: the page is the file itself.
+      const again = await exportHtml(p, dir, 'again.html', { ranks: 'shown', range: 'whole' });
+      const a = await openOffline(again);
+      try {
+        await a.page.waitForSelector('.device[data-file="forward-fp32.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+        assert.equal(await a.page.$$eval('.device', (l) => l.length), 1);
+        assert.deepEqual(a.refused, []);
+        assert.deepEqual(a.errors, []);
+      } finally {
+        await a.close();
+      }
+      assert.deepEqual(w.refused, []);
+      assert.deepEqual(w.errors, []);
+    } finally {
+      await w.close();
+    }
+
+    const t = await openOffline(part);
+    try {
+      const p = t.page;
+      await p.waitForSelector('.device[data-file="forward-fp32.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+      await p.waitForSelector('body[data-status="ready"]', { timeout: 30000 });
+      assert.equal(await p.$$eval('.device', (l) => l.length), 1);
+      await p.waitForSelector('#tab-flame[aria-selected="true"]');
+      // Same width of time shown; the trimmed file's clock starts at its first kept entry.
+      await p.waitForFunction(() => window.memscope.stats().settled);
+      const v = await plot(p);
+      assert.ok(Math.abs((v.viewEnd - v.viewStart) - (shown.viewEnd - shown.viewStart)) < 1e-6 * shown.viewEnd);
+      await screenshot(p, 'single-file-exported-range');
+      assert.deepEqual(t.refused, []);
+      assert.deepEqual(t.errors, []);
+    } finally {
+      await t.close();
+    }
+  } finally {
+    await b.close();
+    await server.close();
     await rm(dir, { recursive: true, force: true });
   }
 });

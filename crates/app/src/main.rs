@@ -11,6 +11,7 @@ mod chrome;
 mod dom;
 mod embedded;
 mod export;
+mod export_html;
 mod files;
 mod fleet;
 mod later;

@@ -10,7 +10,9 @@
 //! the current one.
 //!
 //! Format, version 1 (`v=1`): `#v=1&files=a.pickle,b.pickle&rank=a.pickle&device=0&
-//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark`. Hashes without `v` are the
+//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark&m=145&lens=flame` (`m`, the
+//! moment, and `lens`, the linked view open, were added without a new version: older
+//! pages ignore them). Hashes without `v` are the
 //! earlier forms (`#example`, `#url=…`), read as commands; [`upgrade`] is where a later
 //! version's reader would translate older ones.
 
@@ -46,6 +48,10 @@ pub struct ViewState {
     pub theme: Option<String>,
     /// The top-level view (`rank` or `fleet`).
     pub tab: Option<String>,
+    /// The moment (the allocator's state after entry `m − 1` of the active device).
+    pub moment: Option<u32>,
+    /// The linked view open under the timeline (`segments`, `flame`, …).
+    pub lens: Option<String>,
 }
 
 /// One-shot instructions in a hash.
@@ -128,6 +134,8 @@ pub fn parse(hash: &str) -> Parsed {
         search: get("q"),
         theme: get("theme"),
         tab: get("tab"),
+        moment: get("m").and_then(|m| m.parse().ok()),
+        lens: get("lens"),
     };
     out.state = Some(state);
     out
@@ -166,6 +174,12 @@ pub fn format(state: &ViewState) -> String {
     }
     if let Some(tab) = &state.tab {
         params.append("tab", tab);
+    }
+    if let Some(m) = state.moment {
+        params.append("m", &m.to_string());
+    }
+    if let Some(lens) = &state.lens {
+        params.append("lens", lens);
     }
     format!("#{}", String::from(params.to_string()))
 }
@@ -211,6 +225,8 @@ pub fn current(app: &App) -> ViewState {
         state.x = Some((t.view.x0, t.view.x1));
         state.y = Some((t.view.y0, t.view.y1));
         state.selected = (t.selected != memscope_render::gl::NO_ID).then_some(t.selected);
+        state.moment = crate::lenses::moment_number(app);
+        state.lens = Some(app.lenses.tab.name().to_owned());
     }
     let search = dom::document()
         .get_element_by_id("search")
@@ -375,15 +391,29 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
         app.select(selected);
     }
     app.view_changed();
+    if let Some(tab) = state
+        .lens
+        .as_deref()
+        .and_then(|l| crate::lenses::Tab::ALL.into_iter().find(|t| t.name() == l))
+    {
+        if app.lenses.tab != tab {
+            crate::lenses::show_tab(app, tab);
+        }
+    }
+    if let Some(m) = state.moment {
+        if crate::lenses::moment_number(app) != Some(m) {
+            crate::lenses::set_moment(app, memscope_protocol::lens::At::Moment(m));
+        }
+    }
     if let Some(q) = &state.search {
         if let Some(input) = dom::document()
             .get_element_by_id("search")
             .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
         {
             input.set_value(q);
-            if let Ok(event) = web_sys::Event::new("input") {
-                let _ = input.dispatch_event(&event);
-            }
+            // Directly, not by an `input` event: its handler borrows the page, which
+            // the caller holds (a dispatched event panicked on the double borrow).
+            crate::lenses::search::run(app, q.clone());
         }
     }
 }

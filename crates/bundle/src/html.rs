@@ -154,6 +154,23 @@ pub fn write_html(template: &str, embedded: &Embedded) -> Result<String, BundleE
     Ok(out)
 }
 
+/// Where the single-file page's own parts start after the data (`scripts/postbuild.py`
+/// puts the data marker right before it).
+const PAGE_AFTER_DATA: &str = "<script type=\"text/plain\" id=\"memscope-worker-js\">";
+
+/// The single-file page of a single HTML file (its document as written, e.g. as the
+/// page serialized itself before starting): its data taken out, the marker back in.
+pub fn template_of(html: &str) -> Result<String, BundleError> {
+    let end = html
+        .find(PAGE_AFTER_DATA)
+        .ok_or(BundleError::NotATemplate)?;
+    let start = html[..end]
+        .find("<script type=\"application/json\" id=\"memscope-embedded\"")
+        .or_else(|| html[..end].find(DATA_MARKER))
+        .ok_or(BundleError::NotATemplate)?;
+    Ok(format!("{}{DATA_MARKER}{}", &html[..start], &html[end..]))
+}
+
 /// The content of the element `<script …marker…>` starting at `from`: its attributes
 /// and text, and where it ends.
 fn script_at(html: &str, from: usize) -> Option<(&str, &str, usize)> {
@@ -250,6 +267,30 @@ mod tests {
             html.len() as u64,
             template.len() as u64 - DATA_MARKER.len() as u64 + embedded_len(&embedded)
         );
+    }
+
+    #[test]
+    fn a_written_file_gives_its_template_back() {
+        let template = format!(
+            "<html><body><p>page</p>{DATA_MARKER}{PAGE_AFTER_DATA}worker</script><script type=\"module\">boot</script></body></html>"
+        );
+        let embedded = Embedded {
+            hash: "#v=1".to_owned(),
+            ranks: vec![RankData {
+                name: "r.pickle".to_owned(),
+                gzip: vec![1, 2, 3],
+            }],
+            anomalies: vec![AnomalyItem {
+                kind: "oom".to_owned(),
+                file: "r.pickle".to_owned(),
+                device: 0,
+                summary: "x".to_owned(),
+            }],
+        };
+        let html = write_html(&template, &embedded).unwrap();
+        assert_eq!(template_of(&html).unwrap(), template);
+        assert_eq!(template_of(&template).unwrap(), template);
+        assert_eq!(template_of("<html></html>"), Err(BundleError::NotATemplate));
     }
 
     #[test]

@@ -134,6 +134,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     (
         "memscope-worker",
         &[
+            "memscope-bundle",
             "memscope-snapshot",
             "memscope-render",
             "memscope-protocol",
@@ -146,6 +147,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     (
         "memscope-app",
         &[
+            "memscope-bundle",
             "memscope-snapshot",
             "memscope-render",
             "memscope-protocol",
