@@ -89,9 +89,23 @@ try {
         + raw_text(os.path.join(staging, "memscope-worker.js"), "the worker's script")
         # `;`: the bundle ends with a call, which the next line's `(` would continue.
         + "\n;(async () => {\n"
-        + "  const bytes = Uint8Array.from(atob('" + packed(os.path.join(staging, "memscope-worker_bg.wasm")) + "'), (c) => c.charCodeAt(0));\n"
-        + "  const wasm = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer();\n"
-        + "  await wasm_bindgen({ module_or_path: wasm });\n"
+        + "  try {\n"
+        + "    const bytes = Uint8Array.from(atob('" + packed(os.path.join(staging, "memscope-worker_bg.wasm")) + "'), (c) => c.charCodeAt(0));\n"
+        + "    const wasm = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer();\n"
+        + "    await wasm_bindgen({ module_or_path: wasm });\n"
+        + "  } catch (e) {\n"
+        # Never silent: the worker says it is ready (gloo-worker's envelope), then answers
+        # every load as a crashed worker would, with the reason; the page shows it on the
+        # file's card.
+        + "    const why = 'this browser could not start the worker inside this file (' + e + ')';\n"
+        + "    self.postMessage('WorkerLoaded');\n"
+        + "    self.onmessage = (event) => {\n"
+        + "      const input = event.data && event.data.ProcessInput;\n"
+        + "      if (!input) return;\n"
+        + "      const load = input[1] && input[1].Load;\n"
+        + "      self.postMessage({ ProcessOutput: [input[0], { Crashed: { rank_keys: load ? [load.rank_key] : [], message: why } }] });\n"
+        + "    };\n"
+        + "  }\n"
         + "})();\n"
     )
     csp = (

@@ -240,3 +240,27 @@ test('Export… → One HTML file from the page: the view comes back, trimmed or
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a worker that cannot start inside the file says so on the file\'s card', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'memscope-single-'));
+  try {
+    const out = join(dir, 'broken.html');
+    memscope(['html', '--page', join(dist, 'single.html'), '-o', out, real('forward-fp32.pickle')]);
+    // As a browser without what the worker needs would: its start throws.
+    const html = readFileSync(out, 'utf8');
+    const broken = html.replace('await wasm_bindgen({ module_or_path: wasm });', "throw new Error('no wasm here');");
+    assert.notEqual(broken, html);
+    writeFileSync(out, broken);
+    const b = await openOffline(out);
+    try {
+      const card = await b.page.waitForSelector('.rank-error[data-file="forward-fp32.pickle"]', { timeout: 60000 });
+      const text = await card.evaluate((e) => e.textContent + ' ' + e.dataset.error);
+      assert.match(text, /could not start the worker inside this file/);
+      assert.match(text, /no wasm here/);
+    } finally {
+      await b.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
