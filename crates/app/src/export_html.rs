@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use memscope_bundle::{write_html, Embedded, RankData};
+use memscope_bundle::{write_html, Embedded, FileWarning, RankData};
 use memscope_protocol::{PackRange, PackedRank, Request};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -178,6 +178,7 @@ async fn finish() {
         let mut view = pending.view.clone();
         let mut ranks = Vec::new();
         let mut errors = Vec::new();
+        let mut warnings = Vec::new();
         for (key, name, answer) in &pending.ranks {
             let answer = answer.as_ref()?;
             if let Some(e) = &answer.error {
@@ -203,12 +204,18 @@ async fn finish() {
                 name: name.clone(),
                 gzip: answer.gzip.to_vec(),
             });
+            warnings.extend(answer.warnings.iter().map(|(message, count)| FileWarning {
+                file: name.clone(),
+                message: message.clone(),
+                count: *count,
+            }));
         }
         Some((
             Embedded {
                 hash: share::format(&view),
                 ranks,
                 anomalies: Vec::new(),
+                warnings,
             },
             errors,
         ))

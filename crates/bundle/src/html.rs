@@ -46,6 +46,18 @@ pub struct AnomalyItem {
     pub summary: String,
 }
 
+/// What the original file said that the reader read differently (its warnings when it
+/// was written), listed on open: the file written back no longer carries the oddity.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileWarning {
+    /// The file.
+    pub file: String,
+    /// The warning, as `memscope summary` prints it.
+    pub message: String,
+    /// How many times.
+    pub count: u64,
+}
+
 /// The manifest of the embedded data.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -58,6 +70,9 @@ pub struct Manifest {
     /// The anomalies listed on open.
     #[serde(default)]
     pub anomalies: Vec<AnomalyItem>,
+    /// The original files' warnings, listed on open.
+    #[serde(default)]
+    pub warnings: Vec<FileWarning>,
 }
 
 /// Everything a single HTML file carries besides the page.
@@ -69,6 +84,8 @@ pub struct Embedded {
     pub ranks: Vec<RankData>,
     /// The anomalies listed on open.
     pub anomalies: Vec<AnomalyItem>,
+    /// The original files' warnings, listed on open.
+    pub warnings: Vec<FileWarning>,
 }
 
 /// Text safe inside an HTML element or attribute.
@@ -98,6 +115,7 @@ fn render(embedded: &Embedded) -> Result<String, BundleError> {
         hash: embedded.hash.clone(),
         ranks: embedded.ranks.iter().map(|r| r.name.clone()).collect(),
         anomalies: embedded.anomalies.clone(),
+        warnings: embedded.warnings.clone(),
     };
     // `<` escaped, so no `</script>` can end the block early.
     let json = serde_json::to_string(&manifest)
@@ -133,6 +151,21 @@ fn render(embedded: &Embedded) -> Result<String, BundleError> {
                 escape(&a.file),
                 a.device,
                 escape(&a.summary)
+            ));
+        }
+        out.push_str("</ul></details>\n");
+    }
+    if !embedded.warnings.is_empty() {
+        out.push_str(
+            "<details id=\"embedded-warnings\" class=\"embedded-anomalies embedded-warnings\" open><summary>",
+        );
+        out.push_str("Read differently from the original files (their warnings)</summary><ul>");
+        for w in &embedded.warnings {
+            out.push_str(&format!(
+                "<li>{}: {} (×{})</li>",
+                escape(&w.file),
+                escape(&w.message),
+                w.count
             ));
         }
         out.push_str("</ul></details>\n");
@@ -228,6 +261,7 @@ pub fn read_html(html: &str) -> Result<Embedded, BundleError> {
         hash: manifest.hash,
         ranks,
         anomalies: manifest.anomalies,
+        warnings: manifest.warnings,
     })
 }
 
@@ -257,11 +291,17 @@ mod tests {
                 device: 0,
                 summary: "</script> 2 GiB".to_owned(),
             }],
+            warnings: vec![FileWarning {
+                file: "a<b.pickle".to_owned(),
+                message: "unknown key 'x'".to_owned(),
+                count: 3,
+            }],
         };
         let html = write_html(&template, &embedded).unwrap();
         assert!(html.starts_with("<html><body><p>page</p>"));
         assert!(html.ends_with("</body></html>"));
         assert_eq!(html.matches("</script>").count(), 3);
+        assert!(html.contains("unknown key &#39;x&#39; (×3)"));
         assert_eq!(read_html(&html).unwrap(), embedded);
         assert_eq!(
             html.len() as u64,
@@ -286,6 +326,7 @@ mod tests {
                 device: 0,
                 summary: "x".to_owned(),
             }],
+            warnings: vec![],
         };
         let html = write_html(&template, &embedded).unwrap();
         assert_eq!(template_of(&html).unwrap(), template);
@@ -301,7 +342,8 @@ mod tests {
                 &Embedded {
                     hash: String::new(),
                     ranks: vec![],
-                    anomalies: vec![]
+                    anomalies: vec![],
+                    warnings: vec![]
                 }
             ),
             Err(BundleError::NotATemplate)

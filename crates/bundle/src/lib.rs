@@ -22,8 +22,8 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 pub use html::{
-    embedded_len, read_html, template_of, write_html, AnomalyItem, Embedded, Manifest, RankData,
-    DATA_MARKER, FORMAT_VERSION,
+    embedded_len, read_html, template_of, write_html, AnomalyItem, Embedded, FileWarning, Manifest,
+    RankData, DATA_MARKER, FORMAT_VERSION,
 };
 pub use pickle_out::PickleWriter;
 pub use write::{write_snapshot, Selection, Written};

@@ -10,7 +10,9 @@
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use memscope_bundle::{pack, write_html, AnomalyItem, Embedded, RankData, Selection, ViewHash};
+use memscope_bundle::{
+    pack, write_html, AnomalyItem, Embedded, FileWarning, RankData, Selection, ViewHash,
+};
 use memscope_snapshot::units::format_bytes;
 use memscope_snapshot::{base_name, Allocations, DeviceModel, Snapshot};
 
@@ -177,6 +179,7 @@ pub fn html(files: &[PathBuf], opts: &HtmlOptions) -> io::Result<bool> {
         hash: String::new(),
         ranks: Vec::new(),
         anomalies,
+        warnings: Vec::new(),
     };
     let mut view = ViewHash::default();
     for path in files {
@@ -190,6 +193,11 @@ pub fn html(files: &[PathBuf], opts: &HtmlOptions) -> io::Result<bool> {
         };
         for w in snap.warnings.report(&snap.strings) {
             writeln!(err, "{name}: {} (×{})", w.message, w.count)?;
+            embedded.warnings.push(FileWarning {
+                file: name.clone(),
+                message: w.message,
+                count: w.count,
+            });
         }
         let device = match opts.device {
             Some(d) => d,

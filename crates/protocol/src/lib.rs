@@ -157,6 +157,9 @@ pub struct PackedRank {
     /// With a range: its first and one-past-last entries in the original trace, and the
     /// index of its first entry in the written one (moments move with them).
     pub entries: Option<(u32, u32, u32)>,
+    /// The original file's warnings (message, count): the file written back no longer
+    /// carries what they are about.
+    pub warnings: Vec<(String, u64)>,
 }
 
 /// The canvas size the page will draw at, before it knows the data's extent.

@@ -77,6 +77,13 @@ pub fn handle(
                     .range
                     .as_ref()
                     .map(|e| (e.start, e.end, packed.written.start_entry)),
+                warnings: rank
+                    .snap
+                    .warnings
+                    .report(&rank.snap.strings)
+                    .into_iter()
+                    .map(|w| (w.message, w.count))
+                    .collect(),
             }
         }
         Err(e) => failed(rank_key, e.to_string()),
@@ -90,5 +97,6 @@ fn failed(rank_key: u32, error: String) -> PackedRank {
         error: Some(error),
         x: None,
         entries: None,
+        warnings: Vec::new(),
     }
 }
