@@ -173,10 +173,19 @@ test('Export… → One HTML file from the page: the view comes back, trimmed or
     await page.keyboard.press('KeyW');
     await page.waitForFunction(() => window.memscope.stats().settled);
     await page.fill('#search', 'swiglu');
-    // The moment (at the peak) and the flame graph open under the timeline.
+    // A moment chosen (one entry after the peak; the peak itself is the default) and the
+    // flame graph open under the timeline.
+    // (The selection moved the moment to the allocation: wait for the peak's answer.)
+    const selectedAt = await page.$eval('#moment-panel', (e) => e.dataset.moment || '');
     await page.click('#moment-peak');
-    await page.waitForSelector('#moment-panel[data-moment]:not([data-moment=""])');
-    const moment = await page.$eval('#moment-panel', (e) => e.dataset.moment);
+    await page.waitForFunction(
+      (was) => !['', was].includes(document.querySelector('#moment-panel').dataset.moment || ''),
+      selectedAt,
+    );
+    const peak = Number(await page.$eval('#moment-panel', (e) => e.dataset.moment));
+    await page.click('#moment-next');
+    const moment = String(peak + 1);
+    await page.waitForSelector(`#moment-panel[data-moment="${moment}"]`);
     await page.click('#tab-flame');
     await page.waitForSelector('#tab-flame[aria-selected="true"]');
     await page.waitForFunction(() => window.memscope.stats().settled);

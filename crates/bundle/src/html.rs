@@ -9,7 +9,9 @@
 //!   its workers as if the file had been dropped, so they are read by the same reader
 //!   with the same refusals;
 //! - the anomalies, if any, as a static list (`#embedded-anomalies`) that needs no
-//!   script.
+//!   script, and likewise the original files' warnings (`#embedded-warnings`): the
+//!   ranks are written back from what was read, so what the warnings are about is gone
+//!   from them.
 //!
 //! Data blocks of a type the browser does not run are not scripts: the page's
 //! Content-Security-Policy (script hashes only) holds for them as for anything else.
