@@ -6,16 +6,131 @@ Run by Trunk (Trunk.toml [[hooks]]) in the staging directory of every build:
   (a hash of every file's content) and the list of files to cache;
 - writes the hashes of index.html's inline scripts into its Content-Security-Policy
   template (the `__MEMSCOPE_SCRIPT_HASHES__` placeholder), so the policy allows those
-  scripts and nothing else inline.
+  scripts and nothing else inline;
+- writes `single.html`, the single-file page: index.html with the stylesheet, the
+  page's script and wasm, and the worker's scripts and wasm inside it (the wasm
+  gzip-compressed, in base64), under a Content-Security-Policy that allows its own
+  inline script and style by hash and nothing else, no connection at all. It opens
+  from file:// or any host; `memscope html` and the page's *Export… → One HTML file*
+  put the ranks and the view in at its data marker (`crates/bundle`).
 Standard library only.
 """
 
 import base64
+import gzip
 import hashlib
 import json
 import os
 import re
 import sys
+
+# Where the ranks, the view and the anomalies go (memscope_bundle::DATA_MARKER).
+DATA_MARKER = "<!--memscope:embedded-data-->"
+
+
+def sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def packed(path: str) -> str:
+    """A file gzip-compressed, in base64 (the page inflates it with DecompressionStream)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return base64.b64encode(gzip.compress(data, 9, mtime=0)).decode()
+
+
+def raw_text(path: str, what: str) -> str:
+    """A file's text for a <script> or <style> element: it must not end the element."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if re.search(r"</(script|style)", text, re.I):
+        raise SystemExit(f"postbuild.py: {what} contains a closing tag; cannot inline it")
+    return text
+
+
+def single_file(staging: str, html: str) -> str:
+    """The single-file page made from the built index.html (see the module docs)."""
+    name = lambda url: url.rsplit("/", 1)[-1]
+    module = re.search(r"<script type=\"?module\"?>(.*?)</script>", html, re.S)
+    if not module:
+        raise SystemExit("postbuild.py: index.html has no module script to inline")
+    app_js = re.search(r"from\s*'([^']+\.js)'", module.group(1))
+    app_wasm = re.search(r"module_or_path:\s*'([^']+\.wasm)'", module.group(1))
+    css = re.search(r"<link[^>]*\bhref=\"?([^\"\s>]+\.css)\"?[^>]*>", html)
+    if not (app_js and app_wasm and css):
+        raise SystemExit("postbuild.py: cannot find the page's script, wasm or stylesheet")
+    glue = raw_text(os.path.join(staging, name(app_js.group(1))), "the page's script")
+    # The page's script: the wasm-bindgen module, then its start from the inlined wasm.
+    # Any failure is shown on the page, never only in the console.
+    boot = glue + """
+// The page as written, before anything runs: Export… → One HTML file makes the next file
+// from it (crates/app/src/export_html.rs; memscope_bundle::template_of takes the data out).
+window.memscopeSinglePage = '<!DOCTYPE html>' + document.documentElement.outerHTML;
+const memscopeInflate = (id) => {
+  const text = document.getElementById(id).textContent;
+  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer();
+};
+try {
+  const memscopeWasm = await __wbg_init({ module_or_path: await memscopeInflate('memscope-app-wasm') });
+  dispatchEvent(new CustomEvent('TrunkApplicationStarted', { detail: { wasm: memscopeWasm } }));
+} catch (e) {
+  document.body.setAttribute('data-status', 'error');
+  const note = document.getElementById('empty-state');
+  if (note) note.textContent = 'memscope cannot start in this browser: ' + e;
+}
+"""
+    style = raw_text(os.path.join(staging, name(css.group(1))), "the stylesheet")
+    # The worker's whole script, started from a blob: URL by the page (crates/app/src/pool.rs):
+    # the crash reporter, the wasm-bindgen bundle, then its wasm inflated in the worker.
+    worker = (
+        raw_text(os.path.join(staging, "worker-crash.js"), "worker-crash.js")
+        + "\n"
+        + raw_text(os.path.join(staging, "memscope-worker.js"), "the worker's script")
+        # `;`: the bundle ends with a call, which the next line's `(` would continue.
+        + "\n;(async () => {\n"
+        + "  try {\n"
+        + "    const bytes = Uint8Array.from(atob('" + packed(os.path.join(staging, "memscope-worker_bg.wasm")) + "'), (c) => c.charCodeAt(0));\n"
+        + "    const wasm = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer();\n"
+        + "    await wasm_bindgen({ module_or_path: wasm });\n"
+        + "  } catch (e) {\n"
+        # Never silent: the worker says it is ready (gloo-worker's envelope), then answers
+        # every load as a crashed worker would, with the reason; the page shows it on the
+        # file's card.
+        + "    const why = 'this browser could not start the worker inside this file (' + e + ')';\n"
+        + "    self.postMessage('WorkerLoaded');\n"
+        + "    self.onmessage = (event) => {\n"
+        + "      const input = event.data && event.data.ProcessInput;\n"
+        + "      if (!input) return;\n"
+        + "      const load = input[1] && input[1].Load;\n"
+        + "      self.postMessage({ ProcessOutput: [input[0], { Crashed: { rank_keys: load ? [load.rank_key] : [], message: why } }] });\n"
+        + "    };\n"
+        + "  }\n"
+        + "})();\n"
+    )
+    csp = (
+        "default-src 'none'; script-src " + sha256(boot) + " 'wasm-unsafe-eval'; "
+        "worker-src blob:; connect-src 'none'; img-src data: blob:; style-src " + sha256(style) + "; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    out = html
+    out = re.sub(r"<script data-csp-bootstrap>.*?</script>", lambda _: f'<meta http-equiv="Content-Security-Policy" content="{csp}">', out, count=1, flags=re.S)
+    out = re.sub(r"<base[^>]*>", "", out, count=1)
+    out = re.sub(r"<link[^>]*\brel=\"?(modulepreload|preload)\"?[^>]*>", "", out)
+    out = out.replace(css.group(0), "<style>" + style + "</style>", 1)
+    data = (
+        '<script type="text/plain" id="memscope-worker-js">' + worker + "</script>"
+        + '<script type="application/octet-stream" id="memscope-app-wasm">' + packed(os.path.join(staging, name(app_wasm.group(1)))) + "</script>"
+        + '<script type="module">' + boot + "</script>"
+    )
+    out = out.replace(module.group(0), "", 1)
+    # The data goes at the end of the body, the page's script after it (a module script
+    # runs once the document is parsed, so the data is there when it starts).
+    if "</body>" in out:
+        out = out.replace("</body>", DATA_MARKER + data + "</body>", 1)
+    else:
+        out = out + DATA_MARKER + data
+    return out
 
 
 def main() -> int:
@@ -42,6 +157,9 @@ def main() -> int:
     html = html.replace("__MEMSCOPE_SCRIPT_HASHES__", " ".join(hashes))
     with open(index_path, "w", encoding="utf-8") as f:
         f.write(html)
+    single = single_file(staging, html)
+    with open(os.path.join(staging, "single.html"), "w", encoding="utf-8") as f:
+        f.write(single)
 
     files = []
     digest = hashlib.sha256()
@@ -49,7 +167,8 @@ def main() -> int:
         for name in sorted(names):
             path = os.path.join(root, name)
             rel = os.path.relpath(path, staging).replace(os.sep, "/")
-            if rel == "sw.js":
+            # The service worker itself, and the single-file page (not part of the site).
+            if rel in ("sw.js", "single.html"):
                 continue
             files.append(rel)
             with open(path, "rb") as f:
@@ -66,7 +185,7 @@ def main() -> int:
     )
     with open(os.path.join(staging, "sw.js"), "w", encoding="utf-8") as f:
         f.write(sw)
-    print(f"postbuild.py: sw.js version {version}, {len(cached)} files; {len(hashes)} script hashes in the CSP")
+    print(f"postbuild.py: sw.js version {version}, {len(cached)} files; {len(hashes)} script hashes in the CSP; single.html {len(single.encode()):,} bytes")
     return 0
 
 

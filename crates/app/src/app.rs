@@ -278,6 +278,7 @@ impl App {
                     }
                 }
             }
+            Response::Packed(packed) => crate::export_html::on_packed(self, *packed),
             Response::Loaded(info) => {
                 dom::mark("memscope:loaded-received");
                 self.pool.load_done(slot);

@@ -70,7 +70,8 @@ fn register_service_worker() {
     let has = js_sys::Reflect::get(&navigator, &"serviceWorker".into())
         .map(|v| !v.is_undefined())
         .unwrap_or(false);
-    if has {
+    // A single HTML file (crates/app/src/embedded.rs) is not the site: nothing to cache.
+    if has && !crate::embedded::is_single_file() {
         // Relative to <base>: the worker's scope is the page's directory (a sub-path on
         // GitHub Pages).
         let _ = navigator.service_worker().register("sw.js");

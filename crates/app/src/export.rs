@@ -224,9 +224,24 @@ fn export_figure(app: &App, png: bool, size: memscope_figures::Size) -> Result<(
     Ok(())
 }
 
+/// The downloaded file's name without extension: the shown rank and device.
+fn base_name(app: &App) -> String {
+    app.active
+        .and_then(|(key, device)| {
+            let rank = app.ranks.iter().find(|r| r.key == key)?;
+            let stem = rank.name.split('.').next().unwrap_or("memscope");
+            Some(format!("{stem}-device{device}"))
+        })
+        .unwrap_or_else(|| "memscope".to_owned())
+}
+
 /// Runs the export chosen in the dialog.
 fn export(app: &crate::app::Shared) {
     let format = selected_format();
+    if format == "html" {
+        crate::export_html::prepare(app);
+        return;
+    }
     let size = memscope_figures::Size::new(
         size_input("export-width", 1600),
         size_input("export-height", 900),
@@ -277,6 +292,27 @@ pub fn install(app: &crate::app::Shared) {
             move |_: web_sys::Event| {
                 dom::show(&dialog, false);
             },
+        );
+    }
+    // One HTML file (export_html.rs): its options, and saving once it is made.
+    dom::on(
+        &dom::by_id::<web_sys::HtmlElement>("export-format"),
+        "change",
+        move |_: web_sys::Event| crate::export_html::format_changed(&selected_format()),
+    );
+    for id in ["export-html-ranks", "export-html-range"] {
+        dom::on(
+            &dom::by_id::<web_sys::HtmlElement>(id),
+            "change",
+            move |_: web_sys::Event| crate::export_html::reset(),
+        );
+    }
+    {
+        let app = app.clone();
+        dom::on(
+            &dom::by_id::<web_sys::HtmlElement>("export-html-save"),
+            "click",
+            move |_: web_sys::Event| crate::export_html::save(&base_name(&app.borrow())),
         );
     }
     let app = app.clone();

@@ -29,7 +29,7 @@ mod flame;
 mod glview;
 mod lists;
 mod rows;
-mod search;
+pub(crate) mod search;
 mod settings;
 mod state_panel;
 mod vlist;
@@ -76,7 +76,7 @@ pub enum Tab {
 }
 
 impl Tab {
-    const ALL: [Tab; 7] = [
+    pub(crate) const ALL: [Tab; 7] = [
         Tab::Segments,
         Tab::Lanes,
         Tab::Flame,
@@ -86,7 +86,7 @@ impl Tab {
         Tab::Settings,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tab::Segments => "segments",
             Tab::Lanes => "lanes",
@@ -474,7 +474,7 @@ pub fn set_moment(app: &mut App, at: At) {
 }
 
 /// The moment as a number, if known (the last one asked for, else the one shown).
-fn moment_number(app: &App) -> Option<u32> {
+pub(crate) fn moment_number(app: &App) -> Option<u32> {
     match app.lenses.moment_target {
         At::Moment(m) => Some(m),
         _ => app.lenses.moment.as_ref().map(|m| m.moment),

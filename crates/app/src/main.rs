@@ -9,7 +9,9 @@
 mod app;
 mod chrome;
 mod dom;
+mod embedded;
 mod export;
+mod export_html;
 mod figures;
 mod files;
 mod fleet;
@@ -74,6 +76,7 @@ fn main() {
     export::install(&app);
     dom::set_status("empty");
     share::install(&app);
+    embedded::install(&app);
 }
 
 /// Opens the bundled example.

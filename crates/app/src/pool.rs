@@ -20,9 +20,13 @@ const WORKER_FILES: [&str; 3] = [
 ];
 
 /// A blob: script starting a worker: imports the crash reporter and the bundle, then
-/// instantiates the wasm. A blob: worker inherits the page's Content-Security-Policy, so
+/// instantiates the wasm. In a single HTML file the script is the file's own, with
+/// everything inside it (no URL to import from). A blob: worker inherits the page's Content-Security-Policy, so
 /// a worker may connect nowhere the page may not.
 fn loader_url() -> Result<String, JsValue> {
+    if let Some(script) = crate::embedded::worker_script() {
+        return blob_url(&script);
+    }
     let base = dom::document().base_uri()?.unwrap_or_default();
     let url = |file: &str| web_sys::Url::new_with_base(file, &base).map(|u| u.href());
     let [crash, bundle, wasm] = WORKER_FILES;
@@ -32,6 +36,11 @@ fn loader_url() -> Result<String, JsValue> {
         url(bundle)?,
         url(wasm)?
     );
+    blob_url(&script)
+}
+
+/// A blob: URL of a worker script.
+fn blob_url(script: &str) -> Result<String, JsValue> {
     let parts = js_sys::Array::of1(&script.into());
     let options = web_sys::BlobPropertyBag::new();
     options.set_type("text/javascript");

@@ -10,10 +10,13 @@
 //! the current one.
 //!
 //! Format, version 1 (`v=1`): `#v=1&files=a.pickle,b.pickle&rank=a.pickle&device=0&
-//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark`. Hashes without `v` are the
+//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark&m=145&lens=flame` (`m`, the
+//! moment, and `lens`, the linked view open, were added without a new version: older
+//! pages ignore them). Hashes without `v` are the
 //! earlier forms (`#example`, `#url=…`), read as commands; [`upgrade`] is where a later
 //! version's reader would translate older ones.
 
+use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Source};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
@@ -46,6 +49,10 @@ pub struct ViewState {
     pub theme: Option<String>,
     /// The top-level view (`rank` or `fleet`).
     pub tab: Option<String>,
+    /// The moment (the allocator's state after entry `m − 1` of the active device).
+    pub moment: Option<u32>,
+    /// The linked view open under the timeline (`segments`, `flame`, …).
+    pub lens: Option<String>,
 }
 
 /// One-shot instructions in a hash.
@@ -128,6 +135,8 @@ pub fn parse(hash: &str) -> Parsed {
         search: get("q"),
         theme: get("theme"),
         tab: get("tab"),
+        moment: get("m").and_then(|m| m.parse().ok()),
+        lens: get("lens"),
     };
     out.state = Some(state);
     out
@@ -166,6 +175,12 @@ pub fn format(state: &ViewState) -> String {
     }
     if let Some(tab) = &state.tab {
         params.append("tab", tab);
+    }
+    if let Some(m) = state.moment {
+        params.append("m", &m.to_string());
+    }
+    if let Some(lens) = &state.lens {
+        params.append("lens", lens);
     }
     format!("#{}", String::from(params.to_string()))
 }
@@ -211,6 +226,11 @@ pub fn current(app: &App) -> ViewState {
         state.x = Some((t.view.x0, t.view.x1));
         state.y = Some((t.view.y0, t.view.y1));
         state.selected = (t.selected != memscope_render::gl::NO_ID).then_some(t.selected);
+        state.moment = moment(app);
+        // The default linked view (the first tab) is left out.
+        state.lens = Some(app.lenses.tab)
+            .filter(|&t| t != crate::lenses::Tab::default())
+            .map(|t| t.name().to_owned());
     }
     let search = dom::document()
         .get_element_by_id("search")
@@ -364,7 +384,28 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
             t.view.y1 = y1;
         }
     }
-    // The selection first: the view's hash is then written once, whole, and a view
+    // The linked view, the moment and the search text before the selection: selecting
+    // writes the hash, which must then read back as this state (else it would push a new
+    // history entry, and forward would be lost). No moment is the default, the peak.
+    let lens = state
+        .lens
+        .as_deref()
+        .and_then(|l| crate::lenses::Tab::ALL.into_iter().find(|t| t.name() == l))
+        .unwrap_or_default();
+    if app.lenses.tab != lens {
+        crate::lenses::show_tab(app, lens);
+    }
+    let at = state.moment.map_or(At::Peak, At::Moment);
+    if app.lenses.moment_target != at && moment(app) != state.moment {
+        crate::lenses::set_moment(app, at);
+    }
+    let search = dom::document()
+        .get_element_by_id("search")
+        .and_then(|e| e.dyn_into::<HtmlInputElement>().ok());
+    if let (Some(q), Some(input)) = (&state.search, &search) {
+        input.set_value(q);
+    }
+    // The selection next: the view's hash is then written once, whole, and a view
     // without a selection (back past a click) clears it rather than keeping the last.
     let selected = state.selected.unwrap_or(memscope_render::gl::NO_ID);
     if app
@@ -376,20 +417,23 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
     }
     app.view_changed();
     if let Some(q) = &state.search {
-        if let Some(input) = dom::document()
-            .get_element_by_id("search")
-            .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
-        {
-            input.set_value(q);
-            if let Ok(event) = web_sys::Event::new("input") {
-                let _ = input.dispatch_event(&event);
-            }
-        }
+        // Directly, not by an `input` event: its handler borrows the page, which the
+        // caller holds (a dispatched event panicked on the double borrow).
+        crate::lenses::search::run(app, q.clone());
+    }
+}
+
+/// The moment a view holds: one the user chose (none while it is the default, the
+/// peak, whose number arrives later and must not change the hash).
+fn moment(app: &App) -> Option<u32> {
+    match app.lenses.moment_target {
+        At::Peak => None,
+        _ => crate::lenses::moment_number(app),
     }
 }
 
 /// Runs a hash: its commands now, its view when its files are open.
-fn run(app: &Shared, hash: &str) {
+pub(crate) fn run(app: &Shared, hash: &str) {
     let parsed = parse(hash);
     for command in parsed.commands {
         match command {

@@ -17,6 +17,9 @@
 //!
 //! `memscope plot` writes the page's figures as SVG (`memscope-figures`).
 //!
+//! `memscope html` writes one self-contained HTML file: the page with the ranks and the
+//! view inside (`memscope-bundle`, as the page's export).
+//!
 //! `memscope simulate` replays each device through the caching allocator
 //! (`memscope-allocator`) under the recorded settings and others.
 
@@ -178,9 +181,34 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// One self-contained HTML file that opens the page on these ranks (compressed
+    /// inside it) and view, from disk or any host, with no network.
+    Html {
+        /// Only these trace entries of the shown device, trimmed with the state at the
+        /// start kept exact: START:END as entry numbers, or as times since the trace's
+        /// first entry (1.5s:3s, 200ms:900ms).
+        #[arg(long)]
+        range: Option<String>,
+        /// Keep and show only this device (default: every device, the first shown).
+        #[arg(long)]
+        device: Option<i32>,
+        /// The HTML file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The built single-file page (default: $MEMSCOPE_PAGE, else dist/single.html).
+        #[arg(long)]
+        page: Option<PathBuf>,
+        /// `memscope anomalies --json` output to list when the file opens (`-`: stdin).
+        #[arg(long)]
+        anomalies: Option<PathBuf>,
+        /// Snapshot files of the ranks.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 mod fleet;
+mod html;
 mod plot;
 mod simulate;
 
@@ -271,6 +299,23 @@ fn main() -> ExitCode {
                 json,
                 sets,
                 capacity,
+            },
+        ),
+        Command::Html {
+            range,
+            device,
+            output,
+            page,
+            anomalies,
+            files,
+        } => html::html(
+            &files,
+            &html::HtmlOptions {
+                range,
+                device,
+                output,
+                page,
+                anomalies,
             },
         ),
     };

@@ -117,6 +117,49 @@ pub enum Request {
         /// The allocation's index within the device.
         allocation: u32,
     },
+    /// Write the rank back for a single HTML file (`memscope-bundle`): every device or
+    /// one, the whole trace or a range of one device's.
+    Pack {
+        /// Which rank.
+        rank_key: u32,
+        /// Only this device.
+        device: Option<i32>,
+        /// Only this range of a device's trace.
+        range: Option<PackRange>,
+    },
+}
+
+/// A visible range to trim a rank to, as the page shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PackRange {
+    /// The device.
+    pub device: i32,
+    /// The axis `x0`, `x1` are on.
+    pub axis: Axis,
+    /// The left edge (µs since the first timed entry, or an entry number).
+    pub x0: f64,
+    /// The right edge.
+    pub x1: f64,
+}
+
+/// A rank written back for a single HTML file.
+#[derive(Serialize, Deserialize)]
+pub struct PackedRank {
+    /// Which rank.
+    pub rank_key: u32,
+    /// The snapshot, gzip-compressed; `None` with `error`.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub gzip: js_sys::Uint8Array,
+    /// Why it could not be written.
+    pub error: Option<String>,
+    /// With a range: the range's x edges on the written file's axis.
+    pub x: Option<(f64, f64)>,
+    /// With a range: its first and one-past-last entries in the original trace, and the
+    /// index of its first entry in the written one (moments move with them).
+    pub entries: Option<(u32, u32, u32)>,
+    /// The original file's warnings (message, count): the file written back no longer
+    /// carries what they are about.
+    pub warnings: Vec<(String, u64)>,
 }
 
 /// The canvas size the page will draw at, before it knows the data's extent.
@@ -383,6 +426,8 @@ pub enum Response {
     Strips(Box<Strips>),
     /// An allocation's details.
     Detail(Box<AllocationDetail>),
+    /// A rank written back ([`Request::Pack`]).
+    Packed(Box<PackedRank>),
     /// The worker stopped (a crash or out of memory) while loading these ranks; it
     /// answers nothing more. Posted by the worker's error handler.
     Crashed {

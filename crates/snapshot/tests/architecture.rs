@@ -71,6 +71,17 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         ],
         Browser::NotNative,
     ),
+    // The single HTML file's data part: snapshots written back, trimmed, packed.
+    (
+        "memscope-bundle",
+        &[
+            "memscope-snapshot",
+            "memscope-analysis",
+            "memscope-pickle",
+            "memscope-json",
+        ],
+        Browser::Never,
+    ),
     (
         "memscope-cli",
         &[
@@ -80,6 +91,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-allocator",
             "memscope-render",
             "memscope-figures",
+            "memscope-bundle",
         ],
         Browser::NotNative,
     ),
@@ -141,6 +153,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     (
         "memscope-worker",
         &[
+            "memscope-bundle",
             "memscope-snapshot",
             "memscope-render",
             "memscope-protocol",
@@ -153,6 +166,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     (
         "memscope-app",
         &[
+            "memscope-bundle",
             "memscope-snapshot",
             "memscope-render",
             "memscope-protocol",

@@ -14,6 +14,7 @@ mod detail;
 mod fleet;
 mod lens;
 mod load;
+mod pack;
 mod warmup;
 
 use std::cell::{Cell, RefCell};
@@ -263,6 +264,17 @@ impl Worker for RankWorker {
                 });
                 if let Some(detail) = detail {
                     scope.respond(id, Response::Detail(Box::new(detail)));
+                }
+            }
+            Request::Pack {
+                rank_key,
+                device,
+                range,
+            } => {
+                let ranks = self.ranks.borrow();
+                if let Some(rank) = ranks.loaded.get(&rank_key) {
+                    let packed = pack::handle(rank_key, rank, device, range);
+                    scope.respond(id, Response::Packed(Box::new(packed)));
                 }
             }
         }

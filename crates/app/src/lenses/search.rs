@@ -29,7 +29,7 @@ pub struct SearchState {
 }
 
 /// Asks the worker for the text in the box (or clears).
-fn run(app: &mut App, text: String) {
+pub(crate) fn run(app: &mut App, text: String) {
     let s = &mut app.lenses.search;
     s.text = text.clone();
     s.cursor = None;

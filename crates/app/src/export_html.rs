@@ -1,0 +1,273 @@
+//! *Export… → One HTML file*: the loaded ranks (all, or the shown one; whole, or the
+//! shown device trimmed to the visible range) written back by their workers with
+//! `memscope-bundle` — the code `memscope html` runs — and put with the current view
+//! into the single-file page: `single.html` of this build, or, in a single HTML file,
+//! the file itself (`window.memscopeSinglePage`, its data taken out). The size is shown
+//! before saving.
+
+use std::cell::RefCell;
+
+use memscope_bundle::{write_html, Embedded, FileWarning, RankData};
+use memscope_protocol::{PackRange, PackedRank, Request};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::HtmlElement;
+
+use crate::app::{App, RankState, Shared};
+use crate::dom;
+use crate::share;
+
+/// An export being prepared or ready to save.
+struct Pending {
+    /// Ranks asked for, in page order: (key, name), and their answers.
+    ranks: Vec<(u32, String, Option<PackedRank>)>,
+    /// The view to embed.
+    view: share::ViewState,
+    /// The shown rank, whose range (if trimmed) moves the view.
+    shown: Option<u32>,
+    /// The file, once everything has arrived.
+    html: Option<String>,
+}
+
+thread_local! {
+    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+}
+
+fn status(text: &str) {
+    let s: HtmlElement = dom::by_id("export-status");
+    s.set_text_content(Some(text));
+}
+
+fn save_button() -> HtmlElement {
+    dom::by_id("export-html-save")
+}
+
+fn choice(id: &str) -> String {
+    dom::by_id::<web_sys::HtmlSelectElement>(id).value()
+}
+
+/// Whether the dialog's format is this export (shows its options).
+pub fn format_changed(format: &str) {
+    dom::show(&dom::by_id("export-html-options"), format == "html");
+    reset();
+}
+
+/// Drops a prepared file (the options changed).
+pub fn reset() {
+    PENDING.with(|p| p.borrow_mut().take());
+    dom::show(&save_button(), false);
+}
+
+/// Asks the workers for the ranks.
+pub fn prepare(app: &Shared) {
+    reset();
+    let mut app = app.borrow_mut();
+    let only_shown = choice("export-html-ranks") == "shown";
+    let visible = choice("export-html-range") == "visible";
+    let active = app.active;
+    let mut view = share::current(&app);
+    let range = match (visible, active, app.timeline.as_ref()) {
+        (true, Some((_, device)), Some(t)) => Some(PackRange {
+            device,
+            axis: t.view.axis,
+            x0: t.view.x0,
+            x1: t.view.x1,
+        }),
+        _ => None,
+    };
+    let mut ranks = Vec::new();
+    let mut requests = Vec::new();
+    for r in &app.ranks {
+        let (RankState::Ready(_), Some(slot)) = (&r.state, r.slot) else {
+            continue;
+        };
+        let shown = active.is_some_and(|(k, _)| k == r.key);
+        if only_shown && !shown {
+            continue;
+        }
+        ranks.push((r.key, r.name.clone(), None));
+        requests.push((
+            slot,
+            Request::Pack {
+                rank_key: r.key,
+                device: if only_shown {
+                    active.map(|(_, d)| d)
+                } else {
+                    None
+                },
+                range: if shown { range } else { None },
+            },
+        ));
+    }
+    if ranks.is_empty() {
+        status("Nothing to export: open a snapshot first.");
+        return;
+    }
+    view.files = ranks.iter().map(|(_, name, _)| name.clone()).collect();
+    status(&format!("Writing {} rank(s)…", ranks.len()));
+    PENDING.with(|p| {
+        *p.borrow_mut() = Some(Pending {
+            ranks,
+            view,
+            shown: active.map(|(k, _)| k),
+            html: None,
+        })
+    });
+    for (slot, request) in requests {
+        app.pool.send(slot, request);
+    }
+}
+
+/// A worker's answer; once every rank has answered, the file is made.
+pub fn on_packed(_app: &mut App, packed: PackedRank) {
+    let complete = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let Some(pending) = p.as_mut() else {
+            return false;
+        };
+        if let Some(slot) = pending
+            .ranks
+            .iter_mut()
+            .find(|(k, _, a)| *k == packed.rank_key && a.is_none())
+        {
+            slot.2 = Some(packed);
+        }
+        pending.ranks.iter().all(|(_, _, a)| a.is_some())
+    });
+    if complete {
+        wasm_bindgen_futures::spawn_local(finish());
+    }
+}
+
+/// The single-file page to put the data in.
+async fn template() -> Result<String, String> {
+    let own = js_sys::Reflect::get(&dom::window(), &"memscopeSinglePage".into())
+        .ok()
+        .and_then(|v| v.as_string());
+    if let Some(page) = own {
+        return memscope_bundle::template_of(&page).map_err(|e| e.to_string());
+    }
+    let base = dom::document()
+        .base_uri()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let url = web_sys::Url::new_with_base("single.html", &base)
+        .map(|u| u.href())
+        .map_err(|_| "no address for single.html".to_owned())?;
+    let response = JsFuture::from(dom::window().fetch_with_str(&url))
+        .await
+        .map_err(|_| "this page could not read its single-file page (single.html)".to_owned())?;
+    let response: web_sys::Response = response.unchecked_into();
+    if !response.ok() {
+        return Err(format!(
+            "this build has no single-file page (single.html: HTTP {})",
+            response.status()
+        ));
+    }
+    let text = JsFuture::from(response.text().map_err(|_| "single.html unreadable")?)
+        .await
+        .map_err(|_| "single.html unreadable".to_owned())?;
+    Ok(text.as_string().unwrap_or_default())
+}
+
+async fn finish() {
+    let Some((embedded, errors)) = PENDING.with(|p| {
+        let p = p.borrow();
+        let pending = p.as_ref()?;
+        let mut view = pending.view.clone();
+        let mut ranks = Vec::new();
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        for (key, name, answer) in &pending.ranks {
+            let answer = answer.as_ref()?;
+            if let Some(e) = &answer.error {
+                errors.push(format!("{name}: {e}"));
+                continue;
+            }
+            if Some(*key) == pending.shown {
+                if let (Some(x), Some((start, end, first))) = (answer.x, answer.entries) {
+                    view.x = Some(x);
+                    // The y range is the written file's own (its peak may differ), and
+                    // allocations are numbered anew.
+                    view.y = None;
+                    view.selected = None;
+                    // Moment m is the state before entry m: the range's start is the
+                    // written file's moment `first`.
+                    view.moment = view
+                        .moment
+                        .filter(|m| (start..=end).contains(m))
+                        .map(|m| m - start + first);
+                }
+            }
+            ranks.push(RankData {
+                name: name.clone(),
+                gzip: answer.gzip.to_vec(),
+            });
+            warnings.extend(answer.warnings.iter().map(|(message, count)| FileWarning {
+                file: name.clone(),
+                message: message.clone(),
+                count: *count,
+            }));
+        }
+        Some((
+            Embedded {
+                hash: share::format(&view),
+                ranks,
+                anomalies: Vec::new(),
+                warnings,
+            },
+            errors,
+        ))
+    }) else {
+        return;
+    };
+    if !errors.is_empty() {
+        status(&format!("Could not export: {}", errors.join("; ")));
+        reset();
+        return;
+    }
+    let template = match template().await {
+        Ok(t) => t,
+        Err(e) => {
+            status(&format!("Could not export: {e}"));
+            reset();
+            return;
+        }
+    };
+    match write_html(&template, &embedded) {
+        Ok(html) => {
+            status(&format!(
+                "One HTML file: {} rank(s), {} — ready to save.",
+                embedded.ranks.len(),
+                memscope_snapshot::units::format_bytes(html.len() as u64)
+            ));
+            let button = save_button();
+            dom::attr(&button, "data-bytes", &html.len().to_string());
+            dom::show(&button, true);
+            PENDING.with(|p| {
+                if let Some(pending) = p.borrow_mut().as_mut() {
+                    pending.html = Some(html);
+                }
+            });
+        }
+        Err(e) => {
+            status(&format!("Could not export: {e}"));
+            reset();
+        }
+    }
+}
+
+/// Saves the prepared file.
+pub fn save(base: &str) {
+    let html = PENDING.with(|p| p.borrow().as_ref().and_then(|p| p.html.clone()));
+    if let Some(html) = html {
+        if let Err(e) = crate::export::download(&format!("{base}.html"), "text/html", &html.into())
+        {
+            status(&format!(
+                "Could not save: {}",
+                e.as_string().unwrap_or_default()
+            ));
+        }
+    }
+}
