@@ -85,7 +85,7 @@ pub struct LegendEntry {
 /// [`DeviceModel`]'s (shared, not recomputed); the index adds the stacking order and the
 /// call sites' colours.
 ///
-/// Memory beside the model: 28 bytes per allocation, plus the distinct call-site
+/// Memory beside the model: 32 bytes per allocation, plus the distinct call-site
 /// labels — no per-event heap objects.
 #[derive(Clone, Debug)]
 pub struct TimelineIndex {
@@ -100,6 +100,9 @@ pub struct TimelineIndex {
     pub(crate) pending: Vec<u32>,
     pub(crate) end: Vec<u32>,
     pub(crate) site: Vec<u32>,
+    /// Per rank, the first rank after it of another call site (or the number of
+    /// ranks): where a run of one site ends in the stacking order, live or not.
+    pub(crate) site_run_end: Vec<u32>,
     /// Ranks that end inside the trace, by end moment.
     pub(crate) by_end: Vec<u32>,
     /// Per call site: its label and palette index.
@@ -137,6 +140,7 @@ impl TimelineIndex {
             pending: Vec::with_capacity(count),
             end: Vec::with_capacity(count),
             site: Vec::with_capacity(count),
+            site_run_end: vec![count as u32; count],
             by_end: Vec::new(),
             site_labels: Vec::new(),
             site_palette: Vec::new(),
@@ -152,6 +156,13 @@ impl TimelineIndex {
             index.site.push(sites.of(allocs.stack[id]));
         }
         debug_assert!(index.start.is_sorted(), "Allocations are in trace order");
+        for rank in (0..count.saturating_sub(1)).rev() {
+            index.site_run_end[rank] = if index.site[rank + 1] == index.site[rank] {
+                index.site_run_end[rank + 1]
+            } else {
+                rank as u32 + 1
+            };
+        }
         (index.site_labels, index.site_palette) = (sites.labels, sites.palette);
 
         // Ranks ending inside the trace, by end moment (a counting sort).
@@ -196,6 +207,7 @@ impl TimelineIndex {
                 + self.pending.capacity()
                 + self.end.capacity()
                 + self.site.capacity()
+                + self.site_run_end.capacity()
                 + self.by_end.capacity())
                 * size_of::<u32>()
             + self.site_labels.capacity() * size_of::<String>()
