@@ -248,6 +248,15 @@ impl Strips {
         self.aggregates.get((id - AGGREGATE_BASE) as usize)
     }
 
+    /// The pixel column holding the data x (absolute), if inside the view. A point on
+    /// the edge between two columns belongs to the right one, whose pixel it is the
+    /// corner of, even where rounding puts it a hair to the left (a mouse at a whole
+    /// pixel, mapped to data and back, lands on an edge up to rounding).
+    pub fn column_at(&self, x: f64) -> Option<usize> {
+        let j = ((x - self.origin_x) / self.view.x_per_px() + 1e-9).floor();
+        (j >= 0.0 && j < f64::from(self.view.width_px)).then_some(j as usize)
+    }
+
     /// The instance drawn at the data point `(x, y)` (absolute: axis units, bytes), if
     /// any, as the renderer draws this view: rects at least one pixel tall, aggregates
     /// first and bands over them, later instances over earlier ones; in a sliver left
@@ -256,12 +265,7 @@ impl Strips {
     /// after is O(log n).
     pub fn hit(&self, x: f64, y: f64) -> Option<usize> {
         let index = self.hit_index.get_or_init(|| HitIndex::build(self));
-        let dx = self.view.x_per_px();
-        let j = ((x - self.origin_x) / dx).floor();
-        if !(j >= 0.0 && j < f64::from(self.view.width_px)) {
-            return None;
-        }
-        let j = j as usize;
+        let j = self.column_at(x)?;
         let items = &index.items[index.starts[j] as usize..index.starts[j + 1] as usize];
         let y = y - self.origin_y;
         let px = self.view.bytes_per_px();
