@@ -74,7 +74,9 @@
 //!    (about 1e-7 of the view height each; an aggregate of a few bytes thinner than
 //!    that has no extent in `f32` and is left out, its neighbours' edges being the
 //!    same numbers).
-//! 4. **Hit testing is what is drawn.** [`Strips::hit`] answers as the renderer draws:
+//! 4. **Hit testing is what is drawn.** [`Strips::hit`] answers as the renderer draws
+//!    (a point on the edge between two columns is the right one's:
+//!    [`Strips::column_at`]):
 //!    rects at least a pixel tall, aggregates (grey ones first) under bands. A band's
 //!    answer is live at the column's moment and covers the point within half a pixel;
 //!    an aggregate's covers it and holds exactly what it lists (`tests/hit_props.rs`
