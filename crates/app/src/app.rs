@@ -344,17 +344,28 @@ impl App {
                 // 0); while several ranks load, only the shown one's is taken. An answer
                 // to a request ends it even when it is for a device no longer shown.
                 // The first legend seen fixes its call sites' colours for every rank;
-                // later ones add the sites it lacked (when their entry is free).
+                // later ones add the sites it lacked: in their own entry when it is
+                // free, else in the first free one (left to each rank, such a site
+                // could take different entries on different ranks).
+                let slots = memscope_render::palette::PALETTE.len();
                 for entry in &strips.legend {
-                    let Some(slot) = memscope_render::palette::PALETTE
+                    let Some(own) = memscope_render::palette::PALETTE
                         .iter()
                         .position(|&c| c == entry.color)
                     else {
                         continue;
                     };
-                    let known = self.palette.iter().any(|(l, _)| *l == entry.label);
-                    let taken = self.palette.iter().any(|&(_, s)| usize::from(s) == slot);
-                    if !known && !taken {
+                    if self.palette.iter().any(|(l, _)| *l == entry.label) {
+                        continue;
+                    }
+                    let taken =
+                        |slot: usize| self.palette.iter().any(|&(_, s)| usize::from(s) == slot);
+                    let slot = if taken(own) {
+                        (0..slots).find(|&s| !taken(s))
+                    } else {
+                        Some(own)
+                    };
+                    if let Some(slot) = slot {
                         self.palette.push((entry.label.clone(), slot as u8));
                     }
                 }

@@ -504,6 +504,9 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
         "data-allocation",
         "data-aggregate-allocations",
         "data-aggregate-bytes",
+        "data-aggregate-site",
+        "data-aggregate-colour",
+        "data-aggregate-window",
     ] {
         let _ = readout.remove_attribute(name);
     }
@@ -523,6 +526,20 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
                     &a.allocations.to_string(),
                 );
                 attr(&readout, "data-aggregate-bytes", &a.bytes.to_string());
+                attr(
+                    &readout,
+                    "data-aggregate-window",
+                    &format!("{} {}", a.window_lo_bytes, a.window_hi_bytes),
+                );
+                // The call site whose colour is drawn there, and that colour (none:
+                // grey, sites mixed).
+                if let Some((label, colour)) =
+                    t.shown.as_ref().and_then(|s| s.sites.get(&a.colour_site))
+                {
+                    attr(&readout, "data-aggregate-site", label);
+                    let [r, g, b, _] = colour.to_le_bytes();
+                    attr(&readout, "data-aggregate-colour", &format!("{r},{g},{b}"));
+                }
             }
         }
         None => attr(&readout, "data-hit", ""),

@@ -344,7 +344,15 @@ impl Timeline {
             format_bytes(a.bytes as u64)
         )];
         if a.site == MIXED_SITE {
-            lines.push(format!("{} call sites mixed:", a.sites));
+            // Drawn in the colour of a site holding most of its bytes, or grey: say which.
+            lines.push(match a.colour_site {
+                MIXED_SITE => format!("{} call sites mixed:", a.sites),
+                site => format!(
+                    "{} call sites, drawn as {} (most of its bytes):",
+                    a.sites,
+                    label(site)
+                ),
+            });
             for &(site, bytes, n) in a.top.iter().filter(|t| t.0 != MIXED_SITE) {
                 lines.push(format!(
                     "  {} — {} in {}",
@@ -363,14 +371,16 @@ impl Timeline {
         lines
     }
 
-    /// Zooms to aggregate instance `i`: its columns, its bytes with a margin.
+    /// Zooms to aggregate instance `i`: its columns, and the window of the stack its
+    /// allocations come from (where they are drawn one by one once zoomed in) with a
+    /// margin.
     pub fn zoom_to_aggregate(&mut self, i: usize) {
         let Some(shown) = &self.shown else { return };
         let Some(a) = shown.aggregates.get(i) else {
             return;
         };
         let [x0, x1, _, _] = shown.strips.rect_data(i);
-        let (lo, hi) = (a.lo_bytes, a.hi_bytes);
+        let (lo, hi) = (a.window_lo_bytes, a.window_hi_bytes);
         let margin = 0.25 * (hi - lo);
         self.zoom_to(x0, x1, (lo - margin).max(0.0), hi + margin);
     }

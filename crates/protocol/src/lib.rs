@@ -285,6 +285,11 @@ pub struct AggregateSummary {
     pub lo_bytes: f64,
     /// Its top in bytes.
     pub hi_bytes: f64,
+    /// The window of the stack its allocations come from (they may sit up to a window
+    /// away from where it is drawn: [`memscope_render::WINDOW_PX`]).
+    pub window_lo_bytes: f64,
+    /// The window's top.
+    pub window_hi_bytes: f64,
     /// Its call site (see [`Strips::sites`]), or [`memscope_render::MIXED_SITE`].
     pub site: u32,
     /// How many allocations.
@@ -296,6 +301,10 @@ pub struct AggregateSummary {
     /// Up to three call sites with the most bytes: (site, bytes, allocations); unused
     /// slots have site [`memscope_render::MIXED_SITE`].
     pub top: [(u32, f64, u32); 3],
+    /// The call site whose colour it is drawn in (its one site, or the one holding
+    /// most of its bytes: [`memscope_render::aggregate_colour_site`]), or
+    /// [`memscope_render::MIXED_SITE`] for grey.
+    pub colour_site: u32,
 }
 
 impl From<&memscope_render::Aggregate> for AggregateSummary {
@@ -303,11 +312,14 @@ impl From<&memscope_render::Aggregate> for AggregateSummary {
         AggregateSummary {
             lo_bytes: a.lo_bytes,
             hi_bytes: a.hi_bytes,
+            window_lo_bytes: a.window_lo_bytes,
+            window_hi_bytes: a.window_hi_bytes,
             site: a.site,
             allocations: a.allocations,
             bytes: a.bytes as f64,
             sites: a.sites,
             top: a.top.map(|(site, bytes, n)| (site, bytes as f64, n)),
+            colour_site: memscope_render::aggregate_colour_site(a),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on are aggregates, drawn first, in
 //! instance order; bands are drawn over them. The selected allocation is lightened and
 //! the hovered one tinted; their outlines are overlay lines that follow the band
-//! ([`outline`]). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
+//! ([`Strips::outline`](crate::Strips::outline)). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
 //!
 //! glow marks every GL call `unsafe` because native OpenGL can be misused into undefined
 //! behaviour; on WebGL2 every call is validated by the browser. This module is the only

@@ -84,7 +84,7 @@ pub struct LegendEntry {
 /// not recomputed); the index adds the stacking order (sizes, moments and sites copied
 /// in rank order for the layout's sweeps) and the call sites' colours.
 ///
-/// Memory beside the model: 24 bytes per allocation and one byte per call site — no
+/// Memory beside the model: 28 bytes per allocation and one byte per call site — no
 /// per-event heap objects.
 #[derive(Clone, Debug)]
 pub struct TimelineIndex {
@@ -99,6 +99,9 @@ pub struct TimelineIndex {
     pub(crate) pending: Vec<u32>,
     pub(crate) end: Vec<u32>,
     pub(crate) site: Vec<u32>,
+    /// Per rank, the first rank after it of another call site (or the number of
+    /// ranks): where a run of one site ends in the stacking order, live or not.
+    pub(crate) site_run_end: Vec<u32>,
     /// Per call site of an allocation (the model's sites `0..allocation_sites`): its
     /// palette index.
     pub(crate) site_palette: Vec<u8>,
@@ -132,6 +135,7 @@ impl TimelineIndex {
             pending: Vec::with_capacity(count),
             end: Vec::with_capacity(count),
             site: Vec::with_capacity(count),
+            site_run_end: vec![count as u32; count],
             site_palette: model
                 .sites
                 .allocation_labels()
@@ -149,6 +153,13 @@ impl TimelineIndex {
             index.site.push(model.site[id]);
         }
         debug_assert!(index.start.is_sorted(), "Allocations are in trace order");
+        for rank in (0..count.saturating_sub(1)).rev() {
+            index.site_run_end[rank] = if index.site[rank + 1] == index.site[rank] {
+                index.site_run_end[rank + 1]
+            } else {
+                rank as u32 + 1
+            };
+        }
         for (m, &bytes) in model.allocated.iter().enumerate() {
             if bytes > index.peak.bytes {
                 index.peak = Peak {
@@ -169,7 +180,8 @@ impl TimelineIndex {
             + (self.start.capacity()
                 + self.pending.capacity()
                 + self.end.capacity()
-                + self.site.capacity())
+                + self.site.capacity()
+                + self.site_run_end.capacity())
                 * size_of::<u32>()
             + self.site_palette.capacity()
     }

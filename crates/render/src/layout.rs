@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Axis, TimelineIndex, NO_MOMENT};
 use crate::palette;
-use crate::stack::{Fenwick, RankSet, SiteTree};
+use crate::stack::{Fenwick, RankSet};
 
 /// The id of aggregate instances in the views that do not describe them (segments,
 /// lanes, flame graph, pools): lumped sub-pixel items.
@@ -248,6 +248,15 @@ impl Strips {
         self.aggregates.get((id - AGGREGATE_BASE) as usize)
     }
 
+    /// The pixel column holding the data x (absolute), if inside the view. A point on
+    /// the edge between two columns belongs to the right one, whose pixel it is the
+    /// corner of, even where rounding puts it a hair to the left (a mouse at a whole
+    /// pixel, mapped to data and back, lands on an edge up to rounding).
+    pub fn column_at(&self, x: f64) -> Option<usize> {
+        let j = ((x - self.origin_x) / self.view.x_per_px() + 1e-9).floor();
+        (j >= 0.0 && j < f64::from(self.view.width_px)).then_some(j as usize)
+    }
+
     /// The instance drawn at the data point `(x, y)` (absolute: axis units, bytes), if
     /// any, as the renderer draws this view: rects at least one pixel tall, aggregates
     /// first and bands over them, later instances over earlier ones; in a sliver left
@@ -256,12 +265,7 @@ impl Strips {
     /// after is O(log n).
     pub fn hit(&self, x: f64, y: f64) -> Option<usize> {
         let index = self.hit_index.get_or_init(|| HitIndex::build(self));
-        let dx = self.view.x_per_px();
-        let j = ((x - self.origin_x) / dx).floor();
-        if !(j >= 0.0 && j < f64::from(self.view.width_px)) {
-            return None;
-        }
-        let j = j as usize;
+        let j = self.column_at(x)?;
         let items = &index.items[index.starts[j] as usize..index.starts[j + 1] as usize];
         let y = y - self.origin_y;
         let px = self.view.bytes_per_px();
@@ -452,6 +456,27 @@ pub(crate) fn column_moments(
 /// O(log allocations) per allocation starting or ending in the view and per band
 /// drawn; the output is bounded by [`TimelineView::instance_bound`].
 pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
+    layout_with(
+        index,
+        view,
+        Shortcuts {
+            resume: true,
+            run_walk: RUN_WALK,
+        },
+    )
+}
+
+/// How a column's walk may shorten itself ([`emit_column`]): [`layout`] takes both
+/// shortcuts; the tests check that they change nothing drawn.
+#[derive(Clone, Copy, Debug)]
+struct Shortcuts {
+    /// Resume from the previous column's checkpoints.
+    resume: bool,
+    /// Jump to the end of a run's site after this many of its allocations.
+    run_walk: u32,
+}
+
+fn layout_with(index: &TimelineIndex, view: &TimelineView, shortcuts: Shortcuts) -> Strips {
     let axis = index.effective_axis(view.axis);
     let view = TimelineView { axis, ..*view };
     let peak = index.peak();
@@ -484,6 +509,11 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
     if let Some(&first) = moments.iter().find(|&&m| m != NO_MOMENT) {
         let mut state = StackState::at(index, first, view.bytes_per_px());
         let mut emitter = Emitter::new(index, &view);
+        let mut walk = Walk {
+            gap: Gap::new(view.bytes_per_px()),
+            checkpoints: Vec::new(),
+            shortcuts,
+        };
         for (j, &m) in moments.iter().enumerate() {
             // A column showing the moment its left neighbour shows draws the same: all
             // open rects continue through it.
@@ -493,7 +523,17 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
             emitter.begin_column();
             if m != NO_MOMENT {
                 state.advance(m);
-                emit_column(index, &view, &state, &mut emitter, &mut strips, j as u32, m);
+                emit_column(
+                    index,
+                    &view,
+                    &state,
+                    &mut emitter,
+                    &mut walk,
+                    &mut strips,
+                    (j as u32, m),
+                );
+            } else {
+                walk.checkpoints.clear();
             }
             emitter.end_column(&mut strips, j as u32);
         }
@@ -526,102 +566,254 @@ pub fn layout(index: &TimelineIndex, view: &TimelineView) -> Strips {
 
 /// Draws one column: its moment's bands that are at least one pixel tall, each at its
 /// stacking offset, and aggregates filling the gaps between them up to the total, all
-/// clipped to what touches `[y0, y1)`.
+/// clipped to what touches `[y0, y1)`; `(j, m)`: the column and the moment it shows.
+///
+/// Walks the live allocations bottom up from the one at `y0`, adding up their offsets
+/// as it goes (one Fenwick query per column, not one per band or run): each band is
+/// drawn at its offset, and each run of one call site among the thinner ones between
+/// bands feeds the gap's windows ([`Gap`]). Two things keep the walk short:
+///
+/// - **Resuming.** Everything a column draws below a [`Checkpoint`] was decided by the
+///   ranks below it; when none of those started, ended or changed shade since the
+///   previous column drawn, the walk resumes there, and the emitter continues what the
+///   previous column drew below it. Across a trace the stack mostly changes near its
+///   top, so most of a column is usually reused.
+/// - **Jumps.** After [`RUN_WALK`] allocations of one run, the walk jumps to the end
+///   of the ranks of its call site (all of them thin and of its site, or dead): one
+///   Fenwick query, and a count of the live ones in the bit set.
 fn emit_column(
     index: &TimelineIndex,
     view: &TimelineView,
     state: &StackState,
     emitter: &mut Emitter,
+    walk: &mut Walk,
     strips: &mut Strips,
-    j: u32,
-    m: u32,
+    (j, m): (u32, u32),
 ) {
     let total = index.totals()[m as usize];
     let total_f = total as f64;
     if total == 0 || total_f <= view.y0 {
+        walk.checkpoints.clear();
         return;
     }
-    // The band covering y0; bands of lower ranks end at or below it, so the gap below
-    // the first band drawn starts at or below y0 and is clipped there.
-    let first = if view.y0 <= 0.0 {
-        0
-    } else {
-        state.fen.rank_at(view.y0.floor() as u64)
-    };
-    let mut cur = view.y0.max(0.0);
-    let mut next = state.big.next(first);
-    while let Some(rank) = next {
-        let offset = state.fen.prefix(rank);
-        let offset_f = offset as f64;
-        fill_gap(index, view, state, emitter, j, cur, offset_f.min(view.y1));
-        if offset_f >= view.y1 {
-            return;
+    let (first, mut offset) = match walk.resume(index, state, emitter, m) {
+        Some(c) => (c.from, c.offset),
+        // The allocation covering y0: those of lower ranks end at or below it, so the
+        // gap below the first band drawn starts at or below y0 and is clipped there.
+        None if view.y0 <= 0.0 => (0, 0),
+        None => {
+            let rank = state.fen.rank_at(view.y0.floor() as u64);
+            (rank, state.fen.prefix(rank))
         }
-        emitter.band(strips, j, rank, offset, index.pending[rank] <= m);
-        cur = offset.wrapping_add(index.size[rank]) as f64;
-        next = state.big.next(rank + 1);
+    };
+    let gap = &mut walk.gap;
+    gap.restart(view.y0.max(offset as f64));
+    let ranks = index.size.len();
+    let mut next = state.live.next(first);
+    while let Some(rank) = next {
+        if offset as f64 >= view.y1 {
+            break;
+        }
+        let size = index.size[rank];
+        if is_big(size, state.threshold) {
+            gap.close(index, emitter, j);
+            emitter.band(strips, j, rank, offset, index.pending[rank] <= m);
+            offset = offset.wrapping_add(size);
+            gap.restart(offset as f64);
+            walk.checkpoints.push(Checkpoint {
+                depends_below: rank + 1,
+                from: rank + 1,
+                offset,
+                bands: emitter.next_bands.len(),
+                aggregates: emitter.next_aggregates.len(),
+            });
+            next = state.live.next(rank + 1);
+            continue;
+        }
+        // The run of one call site from `rank`: the thin allocations of its site that
+        // follow, up to another site's, a band, or the top of the view (a run holds the
+        // allocations starting below it).
+        let (run_offset, site) = (offset, index.site[rank]);
+        let (mut last, mut bytes, mut allocations, mut walked) = (rank, 0u64, 0u32, 0u32);
+        loop {
+            let size = index.size[last];
+            bytes = bytes.wrapping_add(size);
+            offset = offset.wrapping_add(size);
+            allocations += 1;
+            walked += 1;
+            let mut after = last + 1;
+            if walked >= walk.shortcuts.run_walk
+                && (offset as f64) < view.y1
+                && index.site.get(after) == Some(&site)
+            {
+                let end = (index.site_run_end[after] as usize)
+                    .min(state.big.next(after).unwrap_or(ranks))
+                    .min(state.fen.rank_at(view.y1.ceil() as u64 - 1) + 1);
+                allocations += state.live.count(after, end) as u32;
+                let end_offset = state.fen.prefix(end);
+                bytes = bytes.wrapping_add(end_offset.wrapping_sub(offset));
+                offset = end_offset;
+                after = end;
+                walked = 0;
+            }
+            next = state.live.next(after);
+            match next {
+                Some(r)
+                    if (offset as f64) < view.y1
+                        && index.site[r] == site
+                        && !is_big(index.size[r], state.threshold) =>
+                {
+                    last = r
+                }
+                _ => break,
+            }
+        }
+        let top = (offset as f64).min(view.y1);
+        if gap.run(index, emitter, j, (site, top), bytes, allocations) {
+            // The window closed before this run; what follows depends on the run and
+            // on the rank that ended it.
+            walk.checkpoints.push(Checkpoint {
+                depends_below: next.map_or(ranks, |r| r + 1),
+                from: rank,
+                offset: run_offset,
+                bands: emitter.next_bands.len(),
+                aggregates: emitter.next_aggregates.len(),
+            });
+        }
     }
-    fill_gap(index, view, state, emitter, j, cur, total_f.min(view.y1));
+    gap.close(index, emitter, j);
 }
 
-/// How far (in pixels) [`fill_gap`] may move a thin allocation to draw it with the
-/// others of its call site.
+/// A point of a column's walk between two windows (or after a band), where the next
+/// column may resume: the ranks below `depends_below` decided everything before it.
+#[derive(Clone, Copy, Debug)]
+struct Checkpoint {
+    depends_below: usize,
+    /// The next rank to look at, and the offset of the stack there (where the next
+    /// window starts).
+    from: usize,
+    offset: u64,
+    /// How many bands and aggregates the column had given the emitter.
+    bands: usize,
+    aggregates: usize,
+}
+
+/// What a column's walk keeps for the next: its gap's scratch, and the checkpoints of
+/// the column drawn last (in walk order).
+struct Walk {
+    gap: Gap,
+    checkpoints: Vec<Checkpoint>,
+    shortcuts: Shortcuts,
+}
+
+impl Walk {
+    /// The last checkpoint of the previous column drawn that still holds at moment `m`
+    /// (`state` there), with the emitter continuing what was drawn below it; `None`
+    /// (and no checkpoints) when none does.
+    fn resume(
+        &mut self,
+        index: &TimelineIndex,
+        state: &StackState,
+        emitter: &mut Emitter,
+        m: u32,
+    ) -> Option<Checkpoint> {
+        if !self.shortcuts.resume {
+            return None;
+        }
+        let mut usable = self
+            .checkpoints
+            .partition_point(|c| c.depends_below <= state.changed_below);
+        if usable > 0 {
+            // A band whose free was requested since is drawn in another shade.
+            let bands = self.checkpoints[usable - 1].bands;
+            if let Some(k) = emitter.bands[..bands]
+                .iter()
+                .position(|b| (index.pending[b.rank] <= m) != b.pending)
+            {
+                usable = self.checkpoints[..usable].partition_point(|c| c.bands <= k);
+            }
+        }
+        self.checkpoints.truncate(usable);
+        let c = *self.checkpoints.last()?;
+        emitter.reuse(c.bands, c.aggregates);
+        Some(c)
+    }
+}
+
+/// How far (in pixels) the layout may move a thin allocation to draw it with the
+/// others of its call site: the height of a window (see the crate docs).
 pub const WINDOW_PX: f64 = 8.0;
 
-/// Fills `[lo, hi)` of column `j`, a stretch of the stack holding only allocations
-/// thinner than a pixel, with aggregates. The stretch is cut into *windows* of at most
-/// [`WINDOW_PX`] pixels, at boundaries between runs of one call site (a longer run is a
-/// window of its own). Within a window,
-/// the allocations of each call site are gathered: a site holding at least a pixel
-/// there is one aggregate in its colour, and the sites holding less are lumped into one
-/// (of one site, or mixed: see [`aggregate_colour_site`]); they are stacked in the order
-/// each first appears in the window. So an allocation moves by at most a window, and
-/// heights add up exactly. O(runs × log allocations).
-fn fill_gap(
-    index: &TimelineIndex,
-    view: &TimelineView,
-    state: &StackState,
-    emitter: &mut Emitter,
-    j: u32,
-    lo: f64,
-    hi: f64,
-) {
-    let px = view.bytes_per_px();
-    let mut window = Window::default();
-    let mut p = lo;
-    while p < hi {
-        let window_lo = p;
-        window.sites.clear();
-        while p < hi {
-            // The run of one call site holding byte p: from its rank to the first rank
-            // of another site, or of a band.
-            let first = state.fen.rank_at(p.floor() as u64);
-            let Some(site) = state.sites.site(first) else {
-                debug_assert!(false, "a gap holds only thin allocations");
-                return;
-            };
-            let after = state
-                .sites
-                .next_other(first, site)
-                .min(state.big.next(first).unwrap_or(usize::MAX));
-            let run_top = (state.fen.prefix(after) as f64).min(hi);
-            // Clipped at hi: the run holds the ranks starting below it.
-            let after = if run_top < state.fen.prefix(after) as f64 {
-                state.fen.rank_at(run_top.ceil() as u64 - 1) + 1
-            } else {
-                after
-            };
-            // A window ends before a run that would make it taller than its limit; a
-            // run taller than that is a window of its own (it moves nothing).
-            if p > window_lo && run_top > window_lo + WINDOW_PX * px {
-                break;
-            }
-            let allocations = state.count.prefix(after) - state.count.prefix(first);
-            let bytes = state.fen.prefix(after) - state.fen.prefix(first);
-            window.add(site, run_top - p, bytes, allocations as u32);
-            p = run_top;
+/// How many allocations of a run of one call site [`emit_column`] walks one by one
+/// before it jumps to the end of its site's ranks.
+const RUN_WALK: u32 = 32;
+
+/// Fills a stretch of the stack holding only allocations thinner than a pixel (between
+/// two bands, or below the first, or above the last up to the total) with aggregates,
+/// fed its runs of one call site bottom up. The stretch is cut into *windows* of at
+/// most [`WINDOW_PX`] pixels, at boundaries between runs (a longer run is a window of
+/// its own). Within a window, the allocations of each call site are gathered: a site
+/// holding at least a pixel there is one aggregate in its colour, and the sites holding
+/// less are lumped into one (of one site, or mixed: see [`aggregate_colour_site`]);
+/// they are stacked in the order each first appears in the window. So an allocation
+/// moves by at most a window, and heights add up exactly.
+struct Gap {
+    /// Bytes per pixel row.
+    px: f64,
+    /// Where the open window starts.
+    window_lo: f64,
+    /// The top of the last run taken.
+    p: f64,
+    window: Window,
+}
+
+impl Gap {
+    fn new(px: f64) -> Self {
+        Gap {
+            px,
+            window_lo: 0.0,
+            p: 0.0,
+            window: Window::default(),
         }
-        window.emit(index, emitter, j, window_lo, p, px);
+    }
+
+    /// Takes the next run: `(site, top)` (its top in bytes, clipped to the view), its
+    /// bytes and allocations (whole, even where the view clips them). Says whether it
+    /// closed a window before the run.
+    fn run(
+        &mut self,
+        index: &TimelineIndex,
+        emitter: &mut Emitter,
+        j: u32,
+        (site, top): (u32, f64),
+        bytes: u64,
+        allocations: u32,
+    ) -> bool {
+        // A window ends before a run that would make it taller than its limit; a run
+        // taller than that is a window of its own (it moves nothing).
+        let closed = self.p > self.window_lo && top > self.window_lo + WINDOW_PX * self.px;
+        if closed {
+            self.close(index, emitter, j);
+            self.window_lo = self.p;
+        }
+        self.window.add(site, top - self.p, bytes, allocations);
+        self.p = top;
+        closed
+    }
+
+    /// Writes out the open window's aggregates.
+    fn close(&mut self, index: &TimelineIndex, emitter: &mut Emitter, j: u32) {
+        if !self.window.sites.is_empty() {
+            self.window
+                .emit(index, emitter, j, self.window_lo, self.p, self.px);
+            self.window.sites.clear();
+        }
+    }
+
+    /// Starts a new stretch at `lo` (the open window must be closed).
+    fn restart(&mut self, lo: f64) {
+        self.window_lo = lo;
+        self.p = lo;
     }
 }
 
@@ -750,11 +942,12 @@ struct StackState<'a> {
     threshold: f64,
     moment: u32,
     fen: Fenwick,
+    /// The live allocations of non-zero size: what a column walks.
+    live: RankSet,
     big: RankSet,
-    /// Per rank, 1 for a live allocation thinner than a pixel (of non-zero size).
-    count: Fenwick,
-    /// The call sites of the live allocations thinner than a pixel (of non-zero size).
-    sites: SiteTree,
+    /// The lowest rank that started or ended in the last
+    /// [`advance`](StackState::advance) (`usize::MAX`: none).
+    changed_below: usize,
     /// Ranks `0..next_start` have started by `moment`.
     next_start: usize,
     /// `by_end[..next_end]` have ended by `moment`.
@@ -767,33 +960,27 @@ impl<'a> StackState<'a> {
         let count = index.size.len();
         let started = index.start.partition_point(|&s| s <= m);
         let mut values = vec![0u64; count];
-        let mut thin = vec![0u64; count];
         let mut big = RankSet::new(count);
+        let mut live = RankSet::new(count);
         for (rank, value) in values[..started].iter_mut().enumerate() {
-            if index.end[rank] > m {
-                let size = index.size[rank];
+            let size = index.size[rank];
+            if index.end[rank] > m && size > 0 {
                 *value = size;
+                live.insert(rank);
                 if is_big(size, threshold) {
                     big.insert(rank);
-                } else if size > 0 {
-                    thin[rank] = 1;
                 }
             }
         }
-        let sites = SiteTree::from_sites(
-            thin.iter()
-                .enumerate()
-                .map(|(rank, &t)| (t == 1).then(|| index.site[rank])),
-        );
         let next_end = index.ended_by(m);
         StackState {
             index,
             threshold,
             moment: m,
             fen: Fenwick::from_values(values),
+            live,
             big,
-            count: Fenwick::from_values(thin),
-            sites,
+            changed_below: usize::MAX,
             next_start: started,
             next_end,
         }
@@ -803,43 +990,45 @@ impl<'a> StackState<'a> {
     /// ending on the way.
     fn advance(&mut self, m: u32) {
         let index = self.index;
+        self.changed_below = usize::MAX;
         while let Some(rank) = index.end_rank(self.next_end) {
             if index.end[rank] > m {
                 break;
             }
             if index.start[rank] <= self.moment {
-                self.fen.sub(rank, index.size[rank]);
-                self.set_thin(rank, false);
+                self.set_live(rank, false);
             }
             self.next_end += 1;
         }
         while self.next_start < index.start.len() && index.start[self.next_start] <= m {
             let rank = self.next_start;
             if index.end[rank] > m {
-                self.fen.add(rank, index.size[rank]);
-                self.set_thin(rank, true);
+                self.set_live(rank, true);
             }
             self.next_start += 1;
         }
         self.moment = m;
     }
 
-    /// Files live (or no longer live) `rank` as a band or among the thin allocations.
-    fn set_thin(&mut self, rank: usize, live: bool) {
+    /// Files `rank` as live (or no longer live).
+    fn set_live(&mut self, rank: usize, live: bool) {
         let size = self.index.size[rank];
+        if size == 0 {
+            return;
+        }
+        self.changed_below = self.changed_below.min(rank);
+        if live {
+            self.fen.add(rank, size);
+            self.live.insert(rank);
+        } else {
+            self.fen.sub(rank, size);
+            self.live.remove(rank);
+        }
         if is_big(size, self.threshold) {
             if live {
                 self.big.insert(rank);
             } else {
                 self.big.remove(rank);
-            }
-        } else if size > 0 {
-            if live {
-                self.count.add(rank, 1);
-                self.sites.set(rank, Some(self.index.site[rank]));
-            } else {
-                self.count.sub(rank, 1);
-                self.sites.set(rank, None);
             }
         }
     }
@@ -912,6 +1101,16 @@ impl<'a> Emitter<'a> {
             mixed: AggregateBuffer::default(),
             single: AggregateBuffer::default(),
         }
+    }
+
+    /// Continues the first `bands` bands and `aggregates` aggregates of the previous
+    /// column drawn, as if given again (right after [`begin_column`](Self::begin_column)).
+    fn reuse(&mut self, bands: usize, aggregates: usize) {
+        self.next_bands.extend_from_slice(&self.bands[..bands]);
+        self.band_cursor = bands;
+        self.next_aggregates
+            .extend_from_slice(&self.aggregates[..aggregates]);
+        self.aggregate_cursor = aggregates;
     }
 
     fn begin_column(&mut self) {
@@ -1104,5 +1303,117 @@ impl LineBuilder {
                 count: (strips.lines.len() / 2) as u32 - first,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memscope_snapshot::{load_bytes, Allocations};
+
+    /// xorshift64*: a fixed seed, so a failure reproduces.
+    struct Rng(u64);
+
+    impl Rng {
+        fn unit(&mut self) -> f64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn range(&mut self, lo: f64, hi: f64) -> f64 {
+            lo + (hi - lo) * self.unit()
+        }
+    }
+
+    /// Everything a layout gives, as comparable values.
+    fn drawn(s: &Strips) -> impl PartialEq + std::fmt::Debug {
+        (
+            (s.rects.clone(), s.colors.clone(), s.ids.clone()),
+            (
+                s.lines.clone(),
+                s.line_strips.clone(),
+                s.column_moments.clone(),
+            ),
+            s.aggregates.clone(),
+        )
+    }
+
+    /// Resuming from the previous column and jumping over runs are shortcuts: over
+    /// random views of real traces (zoomed and panned on both axes, so that windows,
+    /// bands, pending shades and clipping at both edges all change between columns),
+    /// the strips are exactly those of a walk of every live allocation in every column.
+    #[test]
+    fn the_walks_shortcuts_change_nothing_drawn() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/corpus/real/"
+        );
+        let files = [
+            "fullstep-19k-events-cpp-frames.pickle",
+            "forward-activations-kept-ctx512.pickle",
+            "win-paths-compile-context.pickle",
+            "four-devices-no-time-us.pickle",
+        ];
+        let plain = Shortcuts {
+            resume: false,
+            run_walk: u32::MAX,
+        };
+        let variants = [
+            Shortcuts {
+                resume: true,
+                run_walk: RUN_WALK,
+            },
+            Shortcuts {
+                resume: true,
+                run_walk: 1,
+            },
+            Shortcuts {
+                resume: false,
+                run_walk: 2,
+            },
+        ];
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut views = 0;
+        for file in files {
+            let bytes = std::fs::read(format!("{dir}{file}")).unwrap();
+            let snap = load_bytes(&bytes).unwrap();
+            for device in snap.devices() {
+                let allocs = Allocations::replay(&snap, device);
+                let index = TimelineIndex::new(&snap, &allocs);
+                for k in 0..60 {
+                    let axis = if k % 2 == 0 { Axis::Time } else { Axis::Events };
+                    let full = TimelineView::full(&index, axis, 300, 200);
+                    let span = full.x1 - full.x0;
+                    let x_span = span * 2f64.powf(-rng.range(0.0, 10.0));
+                    let x0 = rng.range(full.x0 - 0.2 * x_span, full.x1 - 0.5 * x_span);
+                    let y_span = full.y1 * 2f64.powf(-rng.range(0.0, 12.0));
+                    let y0 = if k % 3 == 0 {
+                        0.0
+                    } else {
+                        rng.range(0.0, full.y1)
+                    };
+                    let view = TimelineView {
+                        x0,
+                        x1: x0 + x_span,
+                        y0,
+                        y1: y0 + y_span,
+                        width_px: 100 + (rng.unit() * 500.0) as u32,
+                        ..full
+                    };
+                    let want = drawn(&layout_with(&index, &view, plain));
+                    for shortcuts in variants {
+                        let got = drawn(&layout_with(&index, &view, shortcuts));
+                        assert!(
+                            got == want,
+                            "{file} device {device}: {view:?} {shortcuts:?}"
+                        );
+                    }
+                    views += 1;
+                }
+            }
+        }
+        assert!(views >= 240);
     }
 }

@@ -74,7 +74,9 @@
 //!    (about 1e-7 of the view height each; an aggregate of a few bytes thinner than
 //!    that has no extent in `f32` and is left out, its neighbours' edges being the
 //!    same numbers).
-//! 4. **Hit testing is what is drawn.** [`Strips::hit`] answers as the renderer draws:
+//! 4. **Hit testing is what is drawn.** [`Strips::hit`] answers as the renderer draws
+//!    (a point on the edge between two columns is the right one's:
+//!    [`Strips::column_at`]):
 //!    rects at least a pixel tall, aggregates (grey ones first) under bands. A band's
 //!    answer is live at the column's moment and covers the point within half a pixel;
 //!    an aggregate's covers it and holds exactly what it lists (`tests/hit_props.rs`
@@ -86,18 +88,22 @@
 //!    ([`TimelineView::instance_bound`]), whatever the number of allocations; real
 //!    traces give far fewer (neighbouring columns merge).
 //! 6. **Bounded work.** The state at the first column (bytes per stacking rank in a
-//!    Fenwick tree, the bands in a 64-ary bit set) is built in O(allocations); moving
-//!    from column to column costs O(log allocations) per allocation starting or ending
-//!    on the way; choosing the moments costs O(events in view) plus two binary searches
-//!    per column; each band drawn costs one O(log allocations) prefix sum, each run of
-//!    one call site in a gap a few (a segment tree of the thin allocations' sites finds
-//!    where a run ends), so a column costs O(runs × log allocations); a column showing
-//!    the moment of its left neighbour costs nothing. Measured (release, one core)
-//!    before aggregation per call site: 8.4 million events and 2.8 million
-//!    allocations index in 0.38 s and lay out at 1600 × 800 px in 76 ms (whole trace)
-//!    to 23 ms (0.1 % of it); the walk over runs adds to the whole-trace views, where
-//!    thin allocations are many: `examples/layout_speed.rs` gives the current
-//!    figures.
+//!    Fenwick tree, the live allocations and the bands in 64-ary bit sets) is built in
+//!    O(allocations); moving from column to column costs O(log allocations) per
+//!    allocation starting or ending on the way; choosing the moments costs O(events in
+//!    view) plus two binary searches per column. A column walks its live allocations
+//!    bottom up from `y0`, adding their offsets (one prefix sum per column), until
+//!    `y1`: O(1) per allocation, and a run of one call site longer than a few dozen
+//!    allocations is crossed in one O(log allocations) jump. It resumes where the
+//!    previous column drawn last decided something with only unchanged allocations
+//!    below (a checkpoint between windows, or after a band), continuing what that
+//!    column drew below it: across a trace the stack changes mostly near its top, so a
+//!    column usually walks only what changed. A column showing the moment of its left
+//!    neighbour costs nothing. The unit tests check that these shortcuts change
+//!    nothing drawn. Measured (`bench/layout_versus.py`, 1600 × 800 px, side by side
+//!    with the layout before aggregation per call site): on ~120 MiB (811k events,
+//!    271k allocations) 0.5–1.2× its time, 3–22 ms; `examples/layout_speed.rs` gives
+//!    the figures of any file.
 //! 7. **Precision.** Rects and lines are relative to the view's `(x0, y0)`, so their
 //!    `f32` edges stay within 1e-4 px of the `f64` column edges even microseconds wide
 //!    ten minutes into a trace, where absolute `f32` times would be 64 µs apart.

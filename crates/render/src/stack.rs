@@ -1,7 +1,6 @@
-//! The structures behind stacking: a Fenwick tree of live bytes (and one of live
-//! counts) over the stacking order, a hierarchical bit set of the live allocations
-//! drawn as their own bands, and a segment tree of the call sites of the others, which
-//! finds where a run of one call site ends.
+//! The structures behind stacking: a Fenwick tree of live bytes over the stacking
+//! order, and hierarchical bit sets of live allocations (all of them, and those drawn
+//! as their own bands).
 //!
 //! Sums use wrapping arithmetic: for any real snapshot they are exact (far below
 //! 2^64 bytes); for a crafted file with absurd sizes they are wrong but never panic.
@@ -125,6 +124,22 @@ impl RankSet {
         }
     }
 
+    /// How many members `lo..hi` holds: O((hi − lo) / 64).
+    pub(crate) fn count(&self, lo: usize, hi: usize) -> usize {
+        if lo >= hi {
+            return 0;
+        }
+        let words = &self.levels[0];
+        let (first, last) = (lo / 64, (hi - 1) / 64);
+        let low = u64::MAX << (lo % 64);
+        let high = u64::MAX >> (63 - (hi - 1) % 64);
+        if first == last {
+            return (words[first] & low & high).count_ones() as usize;
+        }
+        let middle: u32 = words[first + 1..last].iter().map(|w| w.count_ones()).sum();
+        ((words[first] & low).count_ones() + middle + (words[last] & high).count_ones()) as usize
+    }
+
     /// The smallest member ≥ `rank`.
     pub(crate) fn next(&self, rank: usize) -> Option<usize> {
         let mut level = 0;
@@ -148,93 +163,6 @@ impl RankSet {
             i = i * 64 + self.levels[level][i].trailing_zeros() as usize;
         }
         Some(i)
-    }
-}
-
-/// No live member in a [`SiteTree`] node.
-const EMPTY: u32 = u32::MAX;
-/// Members of different call sites in a [`SiteTree`] node.
-const MIXED: u32 = u32::MAX - 1;
-
-/// Call sites over ranks `0..n` (a member per rank or none), answering "the first
-/// member at or after `r` whose site is not `s`" in O(log n): where a run of one call
-/// site ends in the stacking order.
-#[derive(Clone, Debug)]
-pub(crate) struct SiteTree {
-    /// A perfect binary tree: leaves at `size..2·size`; a node holds the one site of
-    /// its members, [`EMPTY`] or [`MIXED`].
-    nodes: Vec<u32>,
-    size: usize,
-    n: usize,
-}
-
-fn combine(a: u32, b: u32) -> u32 {
-    if a == EMPTY {
-        b
-    } else if b == EMPTY || a == b {
-        a
-    } else {
-        MIXED
-    }
-}
-
-impl SiteTree {
-    /// A tree over `sites` (indexed by rank; `None`: no member), built in O(n).
-    pub(crate) fn from_sites(sites: impl ExactSizeIterator<Item = Option<u32>>) -> SiteTree {
-        let n = sites.len();
-        let size = n.next_power_of_two().max(1);
-        let mut nodes = vec![EMPTY; 2 * size];
-        for (rank, site) in sites.enumerate() {
-            if let Some(site) = site {
-                debug_assert!(site < MIXED, "call-site ids stay below the markers");
-                nodes[size + rank] = site;
-            }
-        }
-        for i in (1..size).rev() {
-            nodes[i] = combine(nodes[2 * i], nodes[2 * i + 1]);
-        }
-        SiteTree { nodes, size, n }
-    }
-
-    /// Makes `rank` a member of call site `site`, or no member (`None`).
-    pub(crate) fn set(&mut self, rank: usize, site: Option<u32>) {
-        let mut i = self.size + rank;
-        self.nodes[i] = site.unwrap_or(EMPTY);
-        while i > 1 {
-            i /= 2;
-            self.nodes[i] = combine(self.nodes[2 * i], self.nodes[2 * i + 1]);
-        }
-    }
-
-    /// The call site of member `rank` (`None`: not a member).
-    pub(crate) fn site(&self, rank: usize) -> Option<u32> {
-        Some(self.nodes[self.size + rank]).filter(|&s| s != EMPTY)
-    }
-
-    /// The first member at or after `rank` whose site is not `site` (`n` if none).
-    pub(crate) fn next_other(&self, rank: usize, site: u32) -> usize {
-        if rank >= self.n {
-            return self.n;
-        }
-        let other = |v: u32| v != EMPTY && v != site;
-        let mut i = self.size + rank;
-        while !other(self.nodes[i]) {
-            // Up while `i` is a right child, then to the next subtree on the right.
-            while i & 1 == 1 {
-                i >>= 1;
-                if i == 0 {
-                    return self.n;
-                }
-            }
-            i += 1;
-        }
-        while i < self.size {
-            i *= 2;
-            if !other(self.nodes[i]) {
-                i += 1;
-            }
-        }
-        (i - self.size).min(self.n)
     }
 }
 
@@ -294,36 +222,15 @@ mod tests {
                     plain.remove(&r);
                 }
             }
-            for q in queries {
+            for &q in &queries {
                 prop_assert_eq!(set.next(q), plain.range(q..).next().copied());
+            }
+            for pair in queries.windows(2) {
+                let (lo, hi) = (pair[0].min(n), pair[1].min(n));
+                prop_assert_eq!(set.count(lo, hi), plain.range(lo..hi.max(lo)).count());
             }
             let all: Vec<usize> = std::iter::successors(set.next(0), |&r| set.next(r + 1)).collect();
             prop_assert_eq!(all, plain.into_iter().collect::<Vec<_>>());
-        }
-
-        #[test]
-        fn site_tree_finds_where_a_run_ends(
-            sites in proptest::collection::vec(proptest::option::of(0u32..4), 0..300),
-            edits in proptest::collection::vec((0usize..300, proptest::option::of(0u32..4)), 0..50),
-            queries in proptest::collection::vec((0usize..310, 0u32..4), 0..50),
-        ) {
-            let mut plain = sites.clone();
-            let mut tree = SiteTree::from_sites(sites.into_iter());
-            for (rank, site) in edits {
-                if rank < plain.len() {
-                    tree.set(rank, site);
-                    plain[rank] = site;
-                }
-            }
-            for (rank, &site) in plain.iter().enumerate() {
-                prop_assert_eq!(tree.site(rank), site);
-            }
-            for (rank, site) in queries {
-                let want = (rank..plain.len())
-                    .find(|&r| plain[r].is_some_and(|s| s != site))
-                    .unwrap_or(plain.len());
-                prop_assert_eq!(tree.next_other(rank, site), want);
-            }
         }
     }
 }
