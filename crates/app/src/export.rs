@@ -52,7 +52,7 @@ pub fn timeline_svg(app: &App, width: u32, height: u32) -> Option<String> {
     let (left, right, top) = (78.0, 16.0, 34.0);
     let bottom = 34.0 + legend_rows * 16.0;
     let (pw, ph) = ((w - left - right).max(10.0), (h - top - bottom).max(10.0));
-    let v = t.view;
+    let v = app.page.window;
     let sx = |x: f64| left + (x - v.x0) / (v.x1 - v.x0) * pw;
     let sy = |y: f64| top + (1.0 - (y - v.y0) / (v.y1 - v.y0)) * ph;
     let mut out = String::new();

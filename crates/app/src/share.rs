@@ -1,174 +1,21 @@
-//! Bookmarkable views and other ways in: the view state in the URL hash (versioned),
-//! `#example`, `#url=<address>`, and a postMessage handshake for pages that hand over a
-//! snapshot.
+//! Bookmarkable views and other ways in: the view state in the URL hash (its format
+//! and version are the page model's, [`memscope_page::url`]), `#example`,
+//! `#url=<address>`, and a postMessage handshake for pages that hand over a snapshot.
 //!
-//! The hash holds what is needed to come back to a view: the files by name, the device
-//! shown, the axis and visible range, the selected allocation, the search and the theme.
 //! A bookmark opened later restores the view once the same files are opened again (the
 //! page says which it expects). Discrete changes (another device, a selection) push a
 //! history entry, so back and forward step through them; panning and zooming replace
 //! the current one.
-//!
-//! Format, version 1 (`v=1`): `#v=1&files=a.pickle,b.pickle&rank=a.pickle&device=0&
-//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark`. Hashes without `v` are the
-//! earlier forms (`#example`, `#url=…`), read as commands; [`upgrade`] is where a later
-//! version's reader would translate older ones.
 
-use memscope_protocol::{Axis, Source};
+use memscope_page::url::{format, parse, Command, ViewState};
+use memscope_page::{Msg, Window};
+use memscope_protocol::Source;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{HtmlElement, HtmlInputElement, MessageEvent, UrlSearchParams};
+use web_sys::{HtmlElement, MessageEvent};
 
 use crate::app::{App, RankState, Shared};
 use crate::dom::{self, append, by_id, clear, el, el_text};
-
-/// The current version of the hash format.
-pub const VERSION: u32 = 1;
-
-/// A view as a bookmark holds it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ViewState {
-    /// The files the view shows, by base name.
-    pub files: Vec<String>,
-    /// The file and device on the timeline.
-    pub active: Option<(String, i32)>,
-    /// The x axis.
-    pub axis: Option<Axis>,
-    /// The visible x range.
-    pub x: Option<(f64, f64)>,
-    /// The visible y range (bytes).
-    pub y: Option<(f64, f64)>,
-    /// The selected allocation of the active device.
-    pub selected: Option<u32>,
-    /// The search text.
-    pub search: Option<String>,
-    /// The theme choice.
-    pub theme: Option<String>,
-    /// The top-level view (`rank` or `fleet`).
-    pub tab: Option<String>,
-}
-
-/// One-shot instructions in a hash.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Command {
-    /// Open the bundled example.
-    Example,
-    /// Fetch a snapshot from an address (CORS-enabled).
-    Url(String),
-}
-
-/// What a hash says.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Parsed {
-    /// The view to restore, if any.
-    pub state: Option<ViewState>,
-    /// Things to do now.
-    pub commands: Vec<Command>,
-    /// A version this page cannot read.
-    pub unknown_version: Option<String>,
-}
-
-fn pair(text: &str) -> Option<(f64, f64)> {
-    let (a, b) = text.split_once(',')?;
-    let (a, b) = (a.parse().ok()?, b.parse().ok()?);
-    (f64::is_finite(a) && f64::is_finite(b) && a < b).then_some((a, b))
-}
-
-/// Translates the parameters of an older version into the current one. Version 1 is
-/// the first with a state; earlier hashes only carried commands, which need nothing.
-pub fn upgrade(version: u32, params: UrlSearchParams) -> UrlSearchParams {
-    debug_assert!(version <= VERSION);
-    params
-}
-
-/// Reads a hash (`#…`).
-pub fn parse(hash: &str) -> Parsed {
-    let text = hash.strip_prefix('#').unwrap_or(hash);
-    let mut out = Parsed::default();
-    if text.is_empty() {
-        return out;
-    }
-    let Ok(params) = UrlSearchParams::new_with_str(text) else {
-        return out;
-    };
-    if params.has("example") {
-        out.commands.push(Command::Example);
-    }
-    if let Some(url) = params.get("url") {
-        out.commands.push(Command::Url(url));
-    }
-    let Some(v) = params.get("v") else {
-        return out;
-    };
-    let version = match v.parse::<u32>() {
-        Ok(version) if version <= VERSION => version,
-        _ => {
-            out.unknown_version = Some(v);
-            return out;
-        }
-    };
-    let params = upgrade(version, params);
-    let get = |k: &str| params.get(k).filter(|s| !s.is_empty());
-    let state = ViewState {
-        files: get("files")
-            .map(|f| f.split(',').map(str::to_owned).collect())
-            .unwrap_or_default(),
-        active: get("rank").map(|file| {
-            let device = get("device").and_then(|d| d.parse().ok()).unwrap_or(0);
-            (file, device)
-        }),
-        axis: get("axis").and_then(|a| match a.as_str() {
-            "time" => Some(Axis::Time),
-            "events" => Some(Axis::Events),
-            _ => None,
-        }),
-        x: get("x").as_deref().and_then(pair),
-        y: get("y").as_deref().and_then(pair),
-        selected: get("sel").and_then(|s| s.parse().ok()),
-        search: get("q"),
-        theme: get("theme"),
-        tab: get("tab"),
-    };
-    out.state = Some(state);
-    out
-}
-
-/// Writes a view as a hash.
-pub fn format(state: &ViewState) -> String {
-    let Ok(params) = UrlSearchParams::new() else {
-        return String::new();
-    };
-    params.append("v", &VERSION.to_string());
-    if !state.files.is_empty() {
-        params.append("files", &state.files.join(","));
-    }
-    if let Some((file, device)) = &state.active {
-        params.append("rank", file);
-        params.append("device", &device.to_string());
-    }
-    if let Some(axis) = state.axis {
-        params.append("axis", if axis == Axis::Time { "time" } else { "events" });
-    }
-    if let Some((a, b)) = state.x {
-        params.append("x", &format!("{a},{b}"));
-    }
-    if let Some((a, b)) = state.y {
-        params.append("y", &format!("{a},{b}"));
-    }
-    if let Some(sel) = state.selected {
-        params.append("sel", &sel.to_string());
-    }
-    if let Some(q) = &state.search {
-        params.append("q", q);
-    }
-    if let Some(theme) = &state.theme {
-        params.append("theme", theme);
-    }
-    if let Some(tab) = &state.tab {
-        params.append("tab", tab);
-    }
-    format!("#{}", String::from(params.to_string()))
-}
 
 /// The share state kept by the page.
 #[derive(Default)]
@@ -183,6 +30,9 @@ pub struct Share {
     trailing: bool,
     /// The page, for that timer.
     app: Option<std::rc::Weak<std::cell::RefCell<App>>>,
+    /// A bookmark is being applied: its steps write nothing (the hash already holds
+    /// the view, and back/forward must not gain entries).
+    restoring: bool,
 }
 
 /// Minimum interval between replaced hashes while the view moves.
@@ -196,28 +46,26 @@ fn loaded_names(app: &App) -> Vec<String> {
         .collect()
 }
 
-/// The current view, read from the page.
+/// The current view, read from the page model.
 pub fn current(app: &App) -> ViewState {
     let mut state = ViewState {
         files: loaded_names(app),
         theme: Some(crate::chrome::theme()).filter(|t| t != "system"),
         ..ViewState::default()
     };
-    if let (Some((key, device)), Some(t)) = (app.active, app.timeline.as_ref()) {
+    let page = &app.page;
+    if let Some((key, device)) = app.active {
         if let Some(rank) = app.ranks.iter().find(|r| r.key == key) {
             state.active = Some((rank.name.clone(), device));
         }
-        state.axis = Some(t.view.axis);
-        state.x = Some((t.view.x0, t.view.x1));
-        state.y = Some((t.view.y0, t.view.y1));
-        state.selected = (t.selected != memscope_render::gl::NO_ID).then_some(t.selected);
+        let w = page.window;
+        state.axis = Some(w.axis);
+        state.x = Some((w.x0, w.x1));
+        state.y = Some((w.y0, w.y1));
+        state.selected = page.selection;
     }
-    let search = dom::document()
-        .get_element_by_id("search")
-        .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
-        .map(|i| i.value())
-        .filter(|v| !v.is_empty());
-    state.search = search;
+    state.y_scale = Some(page.y_scale).filter(|&s| s != memscope_page::YScale::default());
+    state.search = Some(page.search.text.clone()).filter(|q| !q.is_empty());
     state.tab = dom::document()
         .body()
         .and_then(|b| b.get_attribute("data-view"))
@@ -228,8 +76,8 @@ pub fn current(app: &App) -> ViewState {
 /// The view changed: write it to the hash. `push` adds a history entry (a discrete
 /// change); otherwise the current entry is replaced, at most every 250 ms.
 pub fn changed(app: &mut App, push: bool) {
-    if app.share.pending.is_some() && app.active.is_none() {
-        // Still waiting for a bookmark's files: keep its hash.
+    if app.share.restoring || (app.share.pending.is_some() && app.active.is_none()) {
+        // Applying a bookmark, or still waiting for its files: keep its hash.
         return;
     }
     let now = dom::now_ms();
@@ -335,6 +183,14 @@ pub fn try_restore(app: &mut App) {
 
 /// Applies a view to the loaded rank `key`.
 fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
+    app.share.restoring = true;
+    apply_steps(app, state, key, device);
+    app.share.restoring = false;
+    // The hash now says exactly what is shown (a range kept inside the trace).
+    changed(app, false);
+}
+
+fn apply_steps(app: &mut App, state: &ViewState, key: u32, device: i32) {
     if let Some(theme) = &state.theme {
         crate::chrome::set_theme(theme);
     }
@@ -351,40 +207,30 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
     if app.active != Some((key, device)) {
         app.activate(key, device, true);
     }
-    if let Some(t) = app.timeline.as_mut() {
-        if let Some(axis) = state.axis {
-            t.view.axis = axis;
-        }
-        if let Some((x0, x1)) = state.x {
-            t.view.x0 = x0;
-            t.view.x1 = x1;
-        }
-        if let Some((y0, y1)) = state.y {
-            t.view.y0 = y0;
-            t.view.y1 = y1;
-        }
-    }
-    // The selection first: the view's hash is then written once, whole, and a view
-    // without a selection (back past a click) clears it rather than keeping the last.
-    let selected = state.selected.unwrap_or(memscope_render::gl::NO_ID);
-    if app
-        .timeline
-        .as_ref()
-        .is_some_and(|t| t.selected != selected)
-    {
-        app.select(selected);
-    }
-    app.view_changed();
-    if let Some(q) = &state.search {
-        if let Some(input) = dom::document()
+    app.dispatch(Msg::SetYScale(state.y_scale.unwrap_or_default()));
+    let w = app.page.window;
+    let (x0, x1) = state.x.unwrap_or((w.x0, w.x1));
+    let (y0, y1) = state.y.unwrap_or((w.y0, w.y1));
+    app.dispatch(Msg::SetWindow(Window {
+        axis: state.axis.unwrap_or(w.axis),
+        x0,
+        x1,
+        y0,
+        y1,
+    }));
+    // A view without a selection (back past a click) clears it rather than keeping
+    // the last.
+    app.dispatch(Msg::Select(state.selected));
+    let q = state.search.clone().unwrap_or_default();
+    if q != app.page.search.text {
+        if let Ok(input) = dom::document()
             .get_element_by_id("search")
-            .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
+            .ok_or(())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().map_err(|_| ()))
         {
-            input.set_value(q);
-            if let Ok(event) = web_sys::Event::new("input") {
-                let _ = input.dispatch_event(&event);
-            }
+            input.set_value(&q);
         }
+        app.dispatch(Msg::SearchText(q));
     }
 }
 

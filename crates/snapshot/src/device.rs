@@ -23,6 +23,34 @@
 use crate::alloc::Allocations;
 use crate::model::{Snapshot, NONE, NO_TIME};
 
+/// What an x axis measures: the device's two clocks, by which every view places moments.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum Axis {
+    /// Microseconds since the first trace entry's `time_us`.
+    #[default]
+    Time,
+    /// Trace entries applied: moment `m` (the state after `m` entries) spans `[m, m + 1)`.
+    Events,
+}
+
+/// Where "the moment" is, as the page asks for it and the worker resolves it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum At {
+    /// A moment number (clamped to the last).
+    Moment(u32),
+    /// The moment in effect at `x` on `axis` (a click on a timeline).
+    X {
+        /// The axis `x` is on.
+        axis: Axis,
+        /// Axis units (µs since the first entry, or entry index).
+        x: f64,
+    },
+    /// The peak of allocated bytes.
+    Peak,
+}
+
 /// Marks an absent moment (no `free_requested`).
 pub const NO_MOMENT: u32 = u32::MAX;
 
