@@ -10,7 +10,7 @@ use std::rc::{Rc, Weak};
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
-    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint,
+    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint, CANCELLED,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
@@ -130,10 +130,10 @@ impl App {
     }
 
     /// Queues files for loading.
-    pub fn add_files(&mut self, files: Vec<File>) {
+    pub fn add_files(&mut self, files: Vec<(String, File)>) {
         let sources = files
             .into_iter()
-            .map(|f| (f.name(), Source::File(f)))
+            .map(|(path, f)| (path, Source::File(f)))
             .collect();
         self.add_sources(sources);
     }
@@ -155,8 +155,9 @@ impl App {
         for (name, source) in sources {
             let key = self.next_key;
             self.next_key += 1;
-            let name = base_name(&name).to_owned();
-            let rank = rank_from_name(&name);
+            // Named by the path relative to what was opened; the rank number is the
+            // file's own (a folder named `rank3` does not make its files rank 3).
+            let rank = rank_from_name(base_name(&name));
             let card = el("div", "rank-card");
             attr(&card, "role", "listitem");
             attr(&card, "data-key", &key.to_string());
@@ -445,6 +446,10 @@ impl App {
         };
         self.active = Some((key, device));
         let has_time = d.has_time;
+        dom::show(&by_id("empty-note"), false);
+        if let Some(body) = dom::document().body() {
+            attr(&body, "data-device", &format!("{key}:{device}"));
+        }
         self.detail = None;
         panel::show(None, self.show_noise);
         dom::show(&by_id("empty-state"), false);
@@ -696,7 +701,7 @@ impl App {
         for i in 0..self.ranks.len() {
             match self.ranks[i].state {
                 RankState::Queued => {
-                    self.ranks[i].state = RankState::Failed("loading was cancelled".to_owned());
+                    self.ranks[i].state = RankState::Failed(CANCELLED.to_owned());
                     self.render_card(i);
                 }
                 RankState::Loading { .. } => {
@@ -720,6 +725,21 @@ impl App {
         dom::show(&by_id("cancel"), loading);
         if !loading && self.active.is_none() && !self.ranks.is_empty() {
             dom::set_status("failed");
+            // Nothing to show: the prompt again, saying why, rather than an empty
+            // toolbar and tabs.
+            let cancelled = self
+                .ranks
+                .iter()
+                .any(|r| matches!(&r.state, RankState::Failed(m) if m == CANCELLED));
+            let note: HtmlElement = by_id("empty-note");
+            note.set_text_content(Some(if cancelled {
+                "Loading was cancelled: no file is open."
+            } else {
+                "None of the files could be opened: the cards on the left say why."
+            }));
+            dom::show(&note, true);
+            dom::show(&by_id("workspace"), false);
+            dom::show(&by_id("empty-state"), true);
         }
         let summary: HtmlElement = by_id("load-summary");
         let ready = self
@@ -732,17 +752,24 @@ impl App {
             .iter()
             .filter(|r| matches!(r.state, RankState::Failed(_)))
             .count();
+        // Files are ranks only when every name carries a rank number.
+        let what = if self.ranks.iter().all(|r| r.rank.is_some()) {
+            "rank"
+        } else {
+            "file"
+        };
         let text = if loading {
             format!(
-                "{ready} of {} ranks loaded, {} workers",
-                self.ranks.len(),
-                self.pool.len()
+                "{ready} of {} loaded, {}",
+                plural(self.ranks.len(), what),
+                plural(self.pool.len(), "worker")
             )
         } else if failed > 0 {
-            format!("{ready} ranks loaded, {failed} failed")
+            format!("{} loaded, {failed} failed", plural(ready, what))
         } else {
             format!(
-                "{ready} ranks loaded in {:.0} ms",
+                "{} loaded in {:.0} ms",
+                plural(ready, what),
                 dom::now_ms() - self.load_started_ms
             )
         };
@@ -935,7 +962,7 @@ impl App {
                     let warn = el_text("details", "rank-warnings", "");
                     append(
                         &warn,
-                        &el_text("summary", "", &format!("{} warnings", info.warnings.len())),
+                        &el_text("summary", "", &plural(info.warnings.len(), "warning")),
                     );
                     let list = el("ul", "");
                     for w in &info.warnings {
@@ -946,6 +973,15 @@ impl App {
                 }
             }
         }
+    }
+}
+
+/// `n` and a noun, plural unless `n` is 1 ("1 warning", "3 files").
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

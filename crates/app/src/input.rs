@@ -253,6 +253,19 @@ pub fn wire(app: &Shared) {
             app.borrow_mut().resized()
         });
     }
+    {
+        // The lens pane is resizable by its corner: its canvases take the new size.
+        let app = app.clone();
+        let resized = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+            // Observers report between tasks, when no handler holds the page.
+            app.borrow_mut().resized();
+        });
+        if let Ok(observer) = web_sys::ResizeObserver::new(resized.as_ref().unchecked_ref()) {
+            observer.observe(&by_id::<HtmlElement>("lenses"));
+        }
+        // Page-lifetime observer.
+        resized.forget();
+    }
 }
 
 /// A click (press and release without a move) on the memory timeline: select the

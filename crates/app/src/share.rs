@@ -7,7 +7,7 @@
 //! history entry, so back and forward step through them; panning and zooming replace
 //! the current one.
 
-use memscope_page::url::{format, parse, Command, ViewState};
+use memscope_page::url::{find_file, format, parse, Command, ViewState};
 use memscope_page::{Msg, Window};
 use memscope_protocol::Source;
 use wasm_bindgen::closure::Closure;
@@ -129,7 +129,12 @@ fn show_note(app: &App) {
         return;
     };
     let loaded = loaded_names(app);
-    let missing: Vec<&String> = state.files.iter().filter(|f| !loaded.contains(f)).collect();
+    let loaded: Vec<&str> = loaded.iter().map(String::as_str).collect();
+    let missing: Vec<&String> = state
+        .files
+        .iter()
+        .filter(|f| find_file(f, &loaded).is_none())
+        .collect();
     if missing.is_empty() {
         dom::show(&note, false);
         return;
@@ -165,17 +170,19 @@ pub fn try_restore(app: &mut App) {
         app.share.pending = None;
         return;
     };
-    let Some(key) = app
+    let ready: Vec<&crate::app::Rank> = app
         .ranks
         .iter()
-        .find(|r| &r.name == file && matches!(r.state, RankState::Ready(_)))
-        .map(|r| r.key)
-    else {
+        .filter(|r| matches!(r.state, RankState::Ready(_)))
+        .collect();
+    let names: Vec<&str> = ready.iter().map(|r| r.name.as_str()).collect();
+    let Some(key) = find_file(file, &names).map(|i| ready[i].key) else {
         return;
     };
     apply(app, &state, key, *device);
     let loaded = loaded_names(app);
-    if state.files.iter().all(|f| loaded.contains(f)) {
+    let loaded: Vec<&str> = loaded.iter().map(String::as_str).collect();
+    if state.files.iter().all(|f| find_file(f, &loaded).is_some()) {
         app.share.pending = None;
         show_note(app);
     }

@@ -5,10 +5,10 @@
 //! |---|---|---|
 //! | anywhere but a text field | `?` | shows or hides the keyboard help |
 //! | anywhere | `Esc` | closes the help if open; else clears the search in the search box, else the range and the selection |
-//! | timeline and the rest of the page | `W` / `S` | zoom in / out around the centre (physical keys, any layout) |
+//! | anywhere but a text field | `W` / `S` | zoom in / out around the centre (physical keys, any layout) |
 //! | | `A` / `D` | pan left / right by 15 % |
 //! | | `F` | fit the whole device |
-//! | | `←` / `→` | the moment one entry back / on; with Shift ten |
+//! | the timeline and the rest of the page (not a list or the tabs) | `←` / `→` | the moment one entry back / on; with Shift ten |
 //! | the event list | `←` `↑` / `→` `↓` | as `←` / `→`; with Shift ten |
 //! | | `PgUp` / `PgDn` | a list page back / on |
 //! | | `Home` / `End` | the first / last moment |
@@ -72,12 +72,13 @@ pub fn binding(key: &KeyPress, focus: Focus, list_page: ListPage) -> Option<Msg>
     if key.key == "?" && !matches!(focus, Focus::Search | Focus::Field) {
         return Some(Msg::ToggleHelp);
     }
-    match focus {
-        Focus::Search => match key.key.as_str() {
-            "Enter" => Some(Msg::SearchStep(if key.shift { -1 } else { 1 })),
-            _ => None,
-        },
-        Focus::Field | Focus::OtherGrid => None,
+    let arrows = match focus {
+        Focus::Search => {
+            return (key.key == "Enter").then_some(Msg::SearchStep(if key.shift { -1 } else { 1 }));
+        }
+        Focus::Field => return None,
+        // Arrows are the list's or the tabs' own; the view keys still work there.
+        Focus::OtherGrid => None,
         Focus::LensTabs => match key.key.as_str() {
             "ArrowRight" => Some(Msg::TabStep(1)),
             "ArrowLeft" => Some(Msg::TabStep(-1)),
@@ -93,22 +94,30 @@ pub fn binding(key: &KeyPress, focus: Focus, list_page: ListPage) -> Option<Msg>
             _ => None,
         },
         Focus::Page => match key.code.as_str() {
-            // Physical keys, as Perfetto: W/S zoom, A/D pan, whatever the layout.
-            "KeyW" => Some(Msg::ZoomX {
-                factor: 0.8,
-                at: None,
-            }),
-            "KeyS" => Some(Msg::ZoomX {
-                factor: 1.25,
-                at: None,
-            }),
-            "KeyA" => Some(Msg::PanX(-0.15)),
-            "KeyD" => Some(Msg::PanX(0.15)),
-            "KeyF" => Some(Msg::Fit),
             "ArrowLeft" => Some(Msg::StepMoment(-entries(key.shift))),
             "ArrowRight" => Some(Msg::StepMoment(entries(key.shift))),
             _ => None,
         },
+    };
+    arrows.or_else(|| view_key(key))
+}
+
+/// The timeline's keys, wherever the keyboard is but in a text field: physical keys,
+/// as Perfetto (W/S zoom, A/D pan, whatever the layout).
+fn view_key(key: &KeyPress) -> Option<Msg> {
+    match key.code.as_str() {
+        "KeyW" => Some(Msg::ZoomX {
+            factor: 0.8,
+            at: None,
+        }),
+        "KeyS" => Some(Msg::ZoomX {
+            factor: 1.25,
+            at: None,
+        }),
+        "KeyA" => Some(Msg::PanX(-0.15)),
+        "KeyD" => Some(Msg::PanX(0.15)),
+        "KeyF" => Some(Msg::Fit),
+        _ => None,
     }
 }
 
@@ -154,12 +163,29 @@ mod tests {
     }
 
     #[test]
-    fn keys_in_fields_and_other_grids_are_theirs() {
-        for focus in [Focus::Field, Focus::OtherGrid, Focus::Search] {
+    fn keys_in_fields_are_theirs_and_arrows_in_other_lists_too() {
+        for focus in [Focus::Field, Focus::Search] {
             for (code, key) in [("KeyW", "w"), ("KeyF", "f"), ("ArrowLeft", "ArrowLeft")] {
                 assert_eq!(binding(&press(code, key, false), focus, 10), None);
             }
         }
+        // In the table, the fleet's lists or on the tabs, W/S/A/D/F still move the
+        // timeline; the arrows are the list's (or step the tabs).
+        for focus in [Focus::OtherGrid, Focus::LensTabs, Focus::EventsGrid] {
+            assert_eq!(
+                binding(&press("KeyD", "d", false), focus, 10),
+                Some(Msg::PanX(0.15)),
+                "{focus:?}"
+            );
+        }
+        assert_eq!(
+            binding(
+                &press("ArrowLeft", "ArrowLeft", false),
+                Focus::OtherGrid,
+                10
+            ),
+            None
+        );
         assert_eq!(
             binding(&press("Slash", "?", true), Focus::Search, 10),
             None,

@@ -214,6 +214,27 @@ pub fn format(state: &ViewState) -> String {
     format!("#{}", encode(&params))
 }
 
+/// Which of the `loaded` files a bookmark's `wanted` file is. Files are named by their
+/// path relative to what was opened (`tp2_pp1/rank0.pickle`), so two runs' files of
+/// the same name stay apart; a link written when files were named by base name only
+/// (`rank0.pickle`) still finds its file when exactly one loaded file has that name.
+pub fn find_file(wanted: &str, loaded: &[&str]) -> Option<usize> {
+    if let Some(i) = loaded.iter().position(|l| *l == wanted) {
+        return Some(i);
+    }
+    if wanted.contains(['/', '\\']) {
+        return None;
+    }
+    let mut same_name = loaded
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| memscope_snapshot::base_name(l) == wanted);
+    match (same_name.next(), same_name.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
+}
+
 /// `application/x-www-form-urlencoded` serialization, byte for byte as
 /// `URLSearchParams.toString()` writes it.
 pub fn encode(params: &Params) -> String {
@@ -375,6 +396,36 @@ mod tests {
         assert_eq!(state.selected, None);
         assert_eq!(state.active, Some(("a".into(), 0)));
         assert_eq!(parse("#v=1&x=0,inf").state.unwrap().x, None);
+    }
+
+    #[test]
+    fn files_are_found_by_relative_path_and_old_links_by_a_unique_name() {
+        let loaded = [
+            "tp2_pp1/rank0.pickle",
+            "tp2_pp2/rank0.pickle",
+            "b/rank1.pickle",
+        ];
+        assert_eq!(find_file("tp2_pp2/rank0.pickle", &loaded), Some(1));
+        assert_eq!(find_file("tp2_pp1/rank0.pickle", &loaded), Some(0));
+        // A base name shared by two runs' files is ambiguous: neither is restored.
+        assert_eq!(find_file("rank0.pickle", &loaded), None);
+        assert_eq!(find_file("rank1.pickle", &loaded), Some(2));
+        assert_eq!(find_file("c/rank1.pickle", &loaded), None);
+        assert_eq!(find_file("rank2.pickle", &loaded), None);
+        // Files opened one by one are named as they are.
+        assert_eq!(
+            find_file("rank0.pickle", &["rank0.pickle", "x/rank0.pickle"]),
+            Some(0)
+        );
+        // The paths survive the hash.
+        let state = ViewState {
+            files: loaded.iter().map(|s| (*s).to_owned()).collect(),
+            active: Some(("tp2_pp2/rank0.pickle".into(), 0)),
+            ..ViewState::default()
+        };
+        let back = parse(&format(&state)).state.unwrap();
+        let names: Vec<&str> = back.files.iter().map(String::as_str).collect();
+        assert_eq!(find_file(&back.active.unwrap().0, &names), Some(1));
     }
 
     #[test]

@@ -74,11 +74,23 @@ pub fn detail(
     };
     let entry = |e: Option<u32>| e.map(|e| e - allocs.trace.start);
     let (alloc_entry, free_entry) = (entry(alloc_event), entry(free_event));
+    let (alloc_axis_us, free_axis_us) = (
+        alloc_entry.and_then(|k| index.event_time(k)),
+        free_entry.and_then(|k| index.event_time(k)),
+    );
+    // Clipped to the window, as the table: from the first entry for allocations made
+    // before it, to the last for allocations live at its end.
+    let lifetime_us = index.has_time().then(|| {
+        let start = alloc_axis_us.unwrap_or(0.0);
+        let end = free_axis_us.unwrap_or(index.x_range(memscope_render::Axis::Time).1);
+        (end - start).max(0.0)
+    });
     Some(AllocationDetail {
         alloc_entry,
         free_entry,
-        alloc_axis_us: alloc_entry.and_then(|k| index.event_time(k)),
-        free_axis_us: free_entry.and_then(|k| index.event_time(k)),
+        alloc_axis_us,
+        free_axis_us,
+        lifetime_us,
         rank_key,
         device: allocs.device,
         allocation: a,

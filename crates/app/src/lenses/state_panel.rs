@@ -650,15 +650,24 @@ fn group(title: &str, key: &str, g: &RangeGroup) -> HtmlElement {
     );
     attr(&h, "title", &format!("{} bytes", format_count(g.bytes)));
     append(&section, &h);
-    if !g.top_stacks.is_empty() {
+    if !g.top_sites.is_empty() {
         let ol = el("ol", "range-stacks");
-        for s in &g.top_stacks {
+        for s in &g.top_sites {
             let li = el("li", "");
             let label = el_text("span", "site", &s.call_site);
+            attr(&label, "data-site", &s.site.to_string());
             attr(
                 &label,
                 "title",
-                &format!("stack {} · {}", s.stack, s.call_site),
+                &format!(
+                    "{} · {}",
+                    s.call_site,
+                    if s.stacks == 1 {
+                        "1 stack".to_owned()
+                    } else {
+                        format!("{} stacks with this call site", s.stacks)
+                    }
+                ),
             );
             append(&li, &label);
             append(
