@@ -767,3 +767,33 @@ test('Shift+→ steps ten entries in the event list as everywhere else', async (
     await b.close();
   }
 });
+
+test('an allocation live at the end shows the lifetime the table counts (to the last entry), not "—"', async () => {
+  const b = await open([FP32]);
+  const { page, errors } = b;
+  try {
+    // The largest traced allocation still live at the end (drawn at Fit).
+    let id = -1;
+    for (let i = 0; i < fp32.traced; i++) {
+      const a = fp32.allocs[i];
+      if (a.end === fp32.events + 1 && (id < 0 || a.size > fp32.allocs[id].size)) id = i;
+    }
+    assert.ok(id >= 0);
+    const a = fp32.allocs[id];
+    // Clipped to the window, as the table: from its alloc entry to the last entry.
+    const want = fp32.times[fp32.events - 1] - fp32.times[a.start - 1];
+    const at = await locate(page, id);
+    await page.mouse.click(at.x, at.y);
+    await page.waitForSelector(`#detail-body[data-allocation="${id}"]`);
+    assert.equal(Number(await page.$eval('#detail-body', (e) => e.dataset.lifetimeUs)), want);
+    const text = await page.$eval('#detail-body', (e) => {
+      const dt = [...e.querySelectorAll('dt')].find((d) => d.textContent === 'Lifetime');
+      return dt.nextElementSibling.textContent;
+    });
+    assert.match(text, /\(to the end of the trace\)$/);
+    assert.doesNotMatch(text, /—/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await b.close();
+  }
+});

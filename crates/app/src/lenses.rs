@@ -436,12 +436,17 @@ fn reveal_answer(app: &mut App, answer: memscope_protocol::lens::RevealAnswer) {
         Axis::Time => answer.time,
         Axis::Events => answer.events,
     };
-    let width_px = app.timeline.as_ref().map_or(1000.0, |t| t.css_width_px());
+    let (width_px, height_px) = app
+        .timeline
+        .as_ref()
+        .map_or((1000.0, 400.0), |t| t.css_size_px());
     app.dispatch(Msg::Revealed {
         id: answer.id,
         x0,
         x1,
+        band: answer.band_bytes,
         width_px,
+        height_px,
     });
 }
 

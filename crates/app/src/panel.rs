@@ -65,6 +65,7 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
             "data-free-us",
             "data-alloc-entry",
             "data-free-entry",
+            "data-lifetime-us",
             "data-bytes",
             "data-site",
         ] {
@@ -161,6 +162,12 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         &wall_clock(d.start_time_us, d.free_time_us),
     );
     // The table's rule: clipped to the window, so a live allocation counts to the end.
+    match d.lifetime_us {
+        Some(us) => attr(&panel, "data-lifetime-us", &us.to_string()),
+        None => {
+            let _ = panel.remove_attribute("data-lifetime-us");
+        }
+    }
     let lifetime = match d.lifetime_us {
         Some(us) if d.live_at_end => format!("{} (to the end of the trace)", duration(Some(us))),
         Some(us) if d.before_window => {

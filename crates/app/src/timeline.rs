@@ -183,9 +183,12 @@ impl Timeline {
         (w.x0 + fx * (w.x1 - w.x0), w.y0 + fy * (w.y1 - w.y0))
     }
 
-    /// The canvas width in CSS pixels.
-    pub fn css_width_px(&self) -> f64 {
-        self.css_width_px
+    /// The canvas size in CSS pixels.
+    pub fn css_size_px(&self) -> (f64, f64) {
+        (
+            self.css_width_px,
+            f64::from(self.canvas.client_height()).max(1.0),
+        )
     }
 
     /// What is drawn under data coordinates (absolute, as [`Timeline::data_at`] gives):

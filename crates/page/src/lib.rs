@@ -196,8 +196,12 @@ pub enum Msg {
         x0: f64,
         /// Its end.
         x1: f64,
+        /// Its band (bottom, top bytes) halfway through its life.
+        band: Option<(f64, f64)>,
         /// The canvas width in CSS pixels.
         width_px: f64,
+        /// The canvas height in CSS pixels.
+        height_px: f64,
     },
     /// Make `At` the moment.
     SetMoment(At),
@@ -445,7 +449,9 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             id,
             x0,
             x1,
+            band,
             width_px,
+            height_px,
         } => {
             // Only the last allocation asked for, and only while it is selected.
             let Some((want, zoom)) = s.reveal else { return };
@@ -453,7 +459,10 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
                 return;
             }
             s.reveal = None;
-            if s.window.reveal(x0, x1, zoom, width_px, &s.extents) {
+            let moved_x = s.window.reveal(x0, x1, zoom, width_px, &s.extents);
+            let moved_y =
+                band.is_some_and(|(lo, hi)| s.window.reveal_band(lo, hi, height_px, &s.extents));
+            if moved_x || moved_y {
                 fx.window_moved();
             }
         }

@@ -91,7 +91,9 @@ fn a_reveal_answer_counts_only_for_the_allocation_still_selected() {
             id: 7,
             x0: 10.0,
             x1: 20.0,
+            band: None,
             width_px: 1000.0,
+            height_px: 400.0,
         },
     );
     assert_eq!(fx, Effects::default());
@@ -103,7 +105,9 @@ fn a_reveal_answer_counts_only_for_the_allocation_still_selected() {
             id: 8,
             x0: 50e6,
             x1: 50e6 + 2600.0,
+            band: Some((6e8, 6e8 + 2048.0)),
             width_px: 1000.0,
+            height_px: 400.0,
         },
     );
     assert!(fx.contains(&Effect::Ask(Ask::Strips)));
@@ -113,6 +117,8 @@ fn a_reveal_answer_counts_only_for_the_allocation_still_selected() {
         s.window
     );
     assert_eq!(s.reveal, None);
+    assert!(s.window.y0 <= 6e8 && s.window.y1 >= 6e8 + 2048.0);
+    assert!(2048.0 / (s.window.y1 - s.window.y0) * 400.0 >= window::MIN_VISIBLE_PX);
 }
 
 #[test]

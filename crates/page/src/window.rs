@@ -208,6 +208,22 @@ impl Window {
         self.zoom_to(a, b, y0, y1, extents);
         true
     }
+
+    /// Brings the band `lo..hi` (bytes) into view: when it is outside the window or
+    /// fewer than [`MIN_VISIBLE_PX`] tall on a canvas `height_px` tall, y zooms so that
+    /// the band takes the middle quarter (a 2 KiB allocation under 600 MiB of others is
+    /// otherwise a sliver no level of detail draws). Returns whether it moved.
+    pub fn reveal_band(&mut self, lo: f64, hi: f64, height_px: f64, extents: &Extents) -> bool {
+        let inside = lo >= self.y0 && hi <= self.y1;
+        let px = (hi - lo) / (self.y1 - self.y0).max(f64::MIN_POSITIVE) * height_px;
+        if inside && px >= MIN_VISIBLE_PX {
+            return false;
+        }
+        let pad = ((hi - lo) * 1.5).max(1.0);
+        let (x0, x1) = (self.x0, self.x1);
+        self.zoom_to(x0, x1, lo - pad, hi + pad, extents);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -254,6 +270,22 @@ mod tests {
         // Unless asked to zoom.
         w.zoom_x(4.0, w.center(), &e);
         assert!(w.reveal(a, b, true, 1600.0, &e));
+    }
+
+    #[test]
+    fn a_small_band_under_a_large_one_gets_y_zoomed_to() {
+        let e = extents();
+        let mut w = Window::fit(Axis::Time, &e, YScale::Reserved);
+        // 2 KiB on top of 600 MiB, on a 400 px plot: 0.0001 px.
+        let (lo, hi) = (600.0 * 1048576.0, 600.0 * 1048576.0 + 2048.0);
+        assert!(w.reveal_band(lo, hi, 400.0, &e));
+        assert!(w.y0 <= lo && hi <= w.y1);
+        assert!((hi - lo) / (w.y1 - w.y0) * 400.0 >= MIN_VISIBLE_PX, "{w:?}");
+        let before = w;
+        assert!(!w.reveal_band(lo, hi, 400.0, &e), "already seen");
+        assert_eq!(w, before);
+        // x is left as it was.
+        assert_eq!((w.x0, w.x1), (0.0, e.x(Axis::Time)));
     }
 
     proptest! {

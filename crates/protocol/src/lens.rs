@@ -403,6 +403,9 @@ pub struct RevealAnswer {
     pub events: (f64, f64),
     /// Requested bytes.
     pub size_bytes: u64,
+    /// Its band in the middle of its life, bottom and top in bytes, as the memory
+    /// timeline stacks it (`None`: no such allocation).
+    pub band_bytes: Option<(f64, f64)>,
 }
 
 /// The call-site lanes laid out.

@@ -201,6 +201,16 @@ impl DeviceModel {
         }
     }
 
+    /// µs allocation `id` lived, both ends clipped to the window (from the first entry
+    /// for allocations made before it, to the last for allocations live at its end):
+    /// the one lifetime the table, the detail panel and every report show. `None`
+    /// without a clock or for an unknown id.
+    pub fn lifetime_us(&self, id: u32) -> Option<i64> {
+        let i = id as usize;
+        let (start, end) = (*self.start.get(i)?, *self.end.get(i)?);
+        Some(self.moment_time_us(end)? - self.moment_time_us(start)?)
+    }
+
     /// The clock of moment `m` in µs since `first_time_us`: that of the entry leading to
     /// it (moment 0 takes the first entry's, moments past the end the last's). `None`
     /// without a clock.

@@ -78,13 +78,8 @@ pub fn detail(
         alloc_entry.and_then(|k| index.event_time(k)),
         free_entry.and_then(|k| index.event_time(k)),
     );
-    // Clipped to the window, as the table: from the first entry for allocations made
-    // before it, to the last for allocations live at its end.
-    let lifetime_us = index.has_time().then(|| {
-        let start = alloc_axis_us.unwrap_or(0.0);
-        let end = free_axis_us.unwrap_or(index.x_range(memscope_render::Axis::Time).1);
-        (end - start).max(0.0)
-    });
+    // Clipped to the window, as the table counts it (one rule, the device model's).
+    let lifetime_us = index.model().lifetime_us(a).map(|us| us as f64);
     Some(AllocationDetail {
         alloc_entry,
         free_entry,
