@@ -662,3 +662,135 @@ test('allocator settings with units, the roundup table, and OOM events on the ti
     await b.close();
   }
 });
+
+test('a range drag brings its figures into view, one line per call site; Esc clears the range and the selection', async () => {
+  const b = await open([FP32]);
+  const { page, errors } = b;
+  try {
+    // A window short enough that the range panel starts below the side column's fold.
+    await page.setViewportSize({ width: 1400, height: 640 });
+    const at = await locate(page, 680);
+    await page.mouse.click(at.x, at.y);
+    await page.waitForSelector('#detail-body[data-allocation="680"]');
+    await page.$eval('#detail', (d) => { d.scrollTop = 0; });
+    const ruler = await page.$eval('#x-axis', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    const y = ruler.y + ruler.h / 2;
+    await page.mouse.move(ruler.x + ruler.w * 0.2, y);
+    await page.mouse.down();
+    await page.mouse.move(ruler.x + ruler.w * 0.5, y, { steps: 4 });
+    await page.mouse.move(ruler.x + ruler.w * 0.8, y, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForSelector('#range-panel:not([hidden])');
+    // In view: the side column scrolled to the range's figures.
+    await page.waitForFunction(() => {
+      const p = document.getElementById('range-panel').getBoundingClientRect();
+      const d = document.getElementById('detail').getBoundingClientRect();
+      return document.getElementById('detail').scrollTop > 0 && p.top < d.bottom - 60 && p.bottom > d.top + 60;
+    });
+    // Stacks that share a call site are one line.
+    const groups = await page.$$eval('#range-body .range-group', (gs) => gs.map((g) => [...g.querySelectorAll('.range-stacks .site')].map((s) => s.textContent)));
+    assert.ok(groups.some((labels) => labels.length > 1));
+    for (const labels of groups) assert.equal(new Set(labels).size, labels.length, `a label twice: ${labels}`);
+    // Esc: no range, no selection, no shade.
+    await page.mouse.move(ruler.x + ruler.w * 0.5, ruler.y - 200);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#range-panel[hidden]', { state: 'attached' });
+    const l = await lens(page);
+    assert.equal(l.range, undefined);
+    assert.equal(l.selected, null);
+    assert.equal(await page.$eval('#range-shade', (e) => e.hidden), true);
+    assert.deepEqual(errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('Find + Enter zooms so that a match too thin to see at Fit is drawn; Esc in Find clears the box and q=', async () => {
+  const b = await open([FP32]);
+  const { page, errors } = b;
+  try {
+    await page.waitForFunction(() => window.memscope.stats().settled);
+    // Allocations that are their address' first match (search answers in allocation
+    // order) and that Fit does not draw one by one.
+    const holds = (a, addr) => a.addr <= addr && addr < a.addr + Math.max(a.size, 1);
+    const own = [];
+    for (let i = 0; i < fp32.traced && own.length < 400; i++) {
+      const addr = fp32.allocs[i].addr;
+      if (fp32.allocs.findIndex((a) => holds(a, addr)) === i) own.push(i);
+    }
+    const hidden = await page.evaluate((ids) => ids.filter((id) => window.memscope.locate(id) === null), own);
+    assert.ok(hidden.length > 0, 'some allocation is too thin to draw at Fit');
+    const id = hidden[0];
+    const addr = fp32.allocs[id].addr;
+    const count = fp32.allocs.filter((a) => holds(a, addr)).length;
+    await page.fill('#search', '0x' + addr.toString(16));
+    await page.waitForFunction((n) => document.getElementById('search-count').dataset.count === String(n), count);
+    await page.focus('#search');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((i) => window.memscope.lenses().selected === i, id);
+    // Drawn where the user looks: located on the timeline once the zoomed strips are in.
+    const at = await locate(page, id);
+    const canvas = await page.$eval('#canvas', (c) => { const r = c.getBoundingClientRect(); return [r.left, r.right]; });
+    assert.ok(at.x >= canvas[0] && at.x <= canvas[1]);
+    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).has('q'));
+    // Esc in the box: empty box, nothing highlighted, no q= in the link.
+    await page.keyboard.press('Escape');
+    assert.equal(await page.$eval('#search', (e) => e.value), '');
+    await page.waitForFunction(() => window.memscope.lenses().highlight === null);
+    await page.waitForFunction(() => !new URLSearchParams(location.hash.slice(1)).has('q'));
+    assert.equal((await lens(page)).selected, id, 'the selection stays');
+    assert.deepEqual(errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('Shift+→ steps ten entries in the event list as everywhere else', async () => {
+  const b = await open([FP32]);
+  const { page, errors } = b;
+  try {
+    await tab(page, 'events');
+    await page.focus('#events-grid');
+    await page.keyboard.press('Home');
+    await waitMoment(page, 0);
+    await page.keyboard.press('Shift+ArrowRight');
+    await waitMoment(page, 10);
+    await page.keyboard.press('Shift+ArrowDown');
+    await waitMoment(page, 20);
+    await page.click('#moment-summary');
+    await page.keyboard.press('Shift+ArrowRight');
+    await waitMoment(page, 30);
+    await page.keyboard.press('Shift+ArrowLeft');
+    await waitMoment(page, 20);
+    assert.deepEqual(errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
+test('the detail panel shows the lifetime the table counts, never "—" for an allocation with times', async () => {
+  const b = await open([FP32]);
+  const { page, errors } = b;
+  try {
+    await tab(page, 'table');
+    await page.click('#sort-lifetime');
+    await page.waitForSelector('#table-list .grid-row[data-id][data-lifetime-us]');
+    // The longest-lived allocations (those live at the end or made before the trace,
+    // clipped to the window) and a short one: each as the table says.
+    const rows = await page.$$eval('#table-list .grid-row[data-id][data-lifetime-us]', (rs) => rs.map((r) => [Number(r.dataset.id), Number(r.dataset.lifetimeUs)]));
+    assert.ok(rows.length > 2);
+    for (const [id, us] of [rows[0], rows[1], rows[rows.length - 1]]) {
+      await page.click(`#table-list .grid-row[data-id="${id}"]`);
+      await page.waitForSelector(`#detail-body[data-allocation="${id}"]`);
+      assert.equal(Number(await page.$eval('#detail-body', (e) => e.dataset.lifetimeUs)), us, `#${id}`);
+      const text = await page.$eval('#detail-body', (e) => {
+        const dt = [...e.querySelectorAll('dt')].find((d) => d.textContent === 'Lifetime');
+        return dt.nextElementSibling.textContent;
+      });
+      assert.doesNotMatch(text, /—/, `#${id}: ${text}`);
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    await b.close();
+  }
+});

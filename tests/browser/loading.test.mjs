@@ -36,14 +36,15 @@ test('a folder from the picker is read recursively; other files are skipped', as
     await page.goto(server.url);
     await page.waitForSelector('body[data-status="empty"]');
     await page.setInputFiles('#folder-input', join(dir, 'job'));
-    const r0 = await loadedRow(page, 'rank0.pickle');
-    const r1 = await loadedRow(page, 'rank1.pickle');
+    // Named by their path in the folder picked (two runs' rank0.pickle stay apart).
+    const r0 = await loadedRow(page, 'job/rank0.pickle');
+    const r1 = await loadedRow(page, 'job/node1/rank1.pickle');
     assert.equal(r0.rank, '0');
     assert.equal(r1.rank, '1');
     assert.equal(Number(r0.peakAllocatedBytes), ref.get('forward-fp32.pickle#0').peak_allocated_bytes);
     assert.equal(Number(r1.peakAllocatedBytes), ref.get('external-annotations.pickle#0').peak_allocated_bytes);
     const files = await page.$$eval('.rank-card', (cards) => cards.map((c) => c.dataset.file));
-    assert.deepEqual(files, ['rank0.pickle', 'rank1.pickle']);
+    assert.deepEqual(files, ['job/rank0.pickle', 'job/node1/rank1.pickle']);
   } finally {
     await b.close();
     await rm(dir, { recursive: true, force: true });
@@ -61,30 +62,35 @@ test('a dropped folder is walked through the FileSystem entry API', async () => 
     // browser hands over: a DataTransfer whose item is a directory entry (with a nested
     // directory, a snapshot in each, and a file that is not one).
     await page.evaluate((bytes) => {
-      const file = (name) => ({
-        isDirectory: false, isFile: true, name,
+      const file = (name, fullPath) => ({
+        isDirectory: false, isFile: true, name, fullPath,
         file: (ok) => ok(new File([new Uint8Array(bytes)], name)),
       });
-      const dir = (name, children) => {
+      const dir = (name, fullPath, children) => {
         let done = false;
         return {
-          isDirectory: true, isFile: false, name,
+          isDirectory: true, isFile: false, name, fullPath,
           createReader: () => ({
             readEntries: (ok) => { ok(done ? [] : children); done = true; },
           }),
         };
       };
-      const root = dir('job', [file('rank3.pickle'), file('readme.md'), dir('more', [file('rank4.pickle')])]);
+      const root = dir('job', '/job', [
+        file('rank3.pickle', '/job/rank3.pickle'),
+        file('readme.md', '/job/readme.md'),
+        dir('more', '/job/more', [file('rank4.pickle', '/job/more/rank4.pickle')]),
+      ]);
       const item = { kind: 'file', webkitGetAsEntry: () => root, getAsFile: () => null };
       const items = { length: 1, 0: item };
       const event = new Event('drop', { bubbles: true, cancelable: true });
       Object.defineProperty(event, 'dataTransfer', { value: { items } });
       document.dispatchEvent(event);
     }, bytes);
-    await loadedRow(page, 'rank3.pickle');
-    await loadedRow(page, 'rank4.pickle');
+    // Named by their path from the dropped folder.
+    await loadedRow(page, 'job/rank3.pickle');
+    await loadedRow(page, 'job/more/rank4.pickle');
     const files = await page.$$eval('.rank-card', (cards) => cards.map((c) => c.dataset.file));
-    assert.deepEqual(files, ['rank3.pickle', 'rank4.pickle']);
+    assert.deepEqual(files, ['job/rank3.pickle', 'job/more/rank4.pickle']);
   } finally {
     await b.close();
   }

@@ -84,7 +84,7 @@ pub use events::EventRow;
 pub use memscope_snapshot::DEFAULT_POOL;
 pub use pools::{PoolEnvelope, PoolStripe};
 pub use query::{
-    LiveAllocation, OomEvent, PointRow, PointView, RangeGroup, RangeSummary, StackBytes,
+    LiveAllocation, OomEvent, PointRow, PointView, RangeGroup, RangeSummary, SiteBytes,
 };
 pub use rounding::{roundup_power2_next_division, RoundingRule, MIN_BLOCK_BYTES};
 pub use search::{parse_address, parse_size, SearchError, SearchKind, SearchResult, SizeQuery};

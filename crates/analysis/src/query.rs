@@ -6,30 +6,31 @@ use serde::{Deserialize, Serialize};
 
 use crate::DeviceAnalysis;
 
-/// Allocations of one call stack within a group.
+/// Allocations of one call site within a group (every stack whose call site it is:
+/// stacks that differ only above or below it are one line, as people read them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StackBytes {
-    /// The stack id.
-    pub stack: u32,
-    /// Its call site (index into [`DeviceAnalysis::site_labels`]).
+pub struct SiteBytes {
+    /// The call site (index into [`DeviceAnalysis::site_labels`]).
     pub site: u32,
-    /// Its call-site label.
+    /// Its label.
     pub call_site: String,
+    /// How many distinct stacks have it.
+    pub stacks: u64,
     /// How many allocations.
     pub allocations: u64,
     /// Their requested bytes.
     pub bytes: u64,
 }
 
-/// A set of allocations in a range: count, bytes and the stacks holding most bytes.
+/// A set of allocations in a range: count, bytes and the call sites holding most bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RangeGroup {
     /// How many allocations.
     pub count: u64,
     /// Their requested bytes.
     pub bytes: u64,
-    /// The stacks with the most bytes, largest first (ties by stack id).
-    pub top_stacks: Vec<StackBytes>,
+    /// The call sites with the most bytes, largest first (ties by site).
+    pub top_sites: Vec<SiteBytes>,
 }
 
 /// What happened between two moments.
@@ -158,6 +159,7 @@ impl DeviceAnalysis {
     }
 
     fn group(&self, ids: &[u32], top: usize) -> RangeGroup {
+        // Per stack first (cheap), then stacks folded into their call sites.
         let mut per_stack: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
         let mut bytes = 0u64;
         for &id in ids {
@@ -169,24 +171,31 @@ impl DeviceAnalysis {
             entry.0 += 1;
             entry.1 = entry.1.saturating_add(size);
         }
-        let mut stacks: Vec<(u32, u64, u64)> =
-            per_stack.into_iter().map(|(s, (n, b))| (s, n, b)).collect();
-        stacks.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        let mut per_site: FxHashMap<u32, (u64, u64, u64)> = FxHashMap::default();
+        for (stack, (n, b)) in per_stack {
+            let site = self.model.sites.of(memscope_snapshot::StackId(stack));
+            let entry = per_site.entry(site).or_insert((0, 0, 0));
+            entry.0 += 1;
+            entry.1 += n;
+            entry.2 = entry.2.saturating_add(b);
+        }
+        let mut sites: Vec<(u32, u64, u64, u64)> = per_site
+            .into_iter()
+            .map(|(site, (stacks, n, b))| (site, stacks, n, b))
+            .collect();
+        sites.sort_unstable_by(|a, b| b.3.cmp(&a.3).then(a.0.cmp(&b.0)));
         RangeGroup {
             count: ids.len() as u64,
             bytes,
-            top_stacks: stacks
+            top_sites: sites
                 .into_iter()
                 .take(top)
-                .map(|(stack, allocations, bytes)| {
-                    let site = self.model.sites.of(memscope_snapshot::StackId(stack));
-                    StackBytes {
-                        stack,
-                        site,
-                        call_site: self.model.sites.label(site).to_owned(),
-                        allocations,
-                        bytes,
-                    }
+                .map(|(site, stacks, allocations, bytes)| SiteBytes {
+                    site,
+                    call_site: self.model.sites.label(site).to_owned(),
+                    stacks,
+                    allocations,
+                    bytes,
                 })
                 .collect(),
         }

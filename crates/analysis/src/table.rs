@@ -122,10 +122,9 @@ pub(crate) fn contains_ci(haystack: &str, needle: &str) -> bool {
 }
 
 impl DeviceAnalysis {
-    /// µs the allocation lived, clipped to the window.
+    /// µs the allocation lived, clipped to the window (the device model's rule).
     fn lifetime_us(&self, id: u32) -> Option<i64> {
-        let (start, _, end) = self.lifetime(id);
-        Some(self.moment_time_us(end)? - self.moment_time_us(start)?)
+        self.model().lifetime_us(id)
     }
 
     /// The sort key of allocation `id`, as an order-preserving `u64`.

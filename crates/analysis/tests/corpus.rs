@@ -106,9 +106,13 @@ fn points_and_ranges_equal_the_allocation_columns() {
                 );
                 assert_eq!((r.freed.count, r.freed.bytes), freed, "{what} {m0}..{m1}");
                 for g in [&r.alive_throughout, &r.allocated, &r.freed] {
-                    assert!(g.top_stacks.len() <= 5);
-                    assert!(g.top_stacks.windows(2).all(|w| w[0].bytes >= w[1].bytes));
-                    assert!(g.top_stacks.iter().map(|s| s.bytes).sum::<u64>() <= g.bytes);
+                    assert!(g.top_sites.len() <= 5);
+                    assert!(g.top_sites.windows(2).all(|w| w[0].bytes >= w[1].bytes));
+                    assert!(g.top_sites.iter().map(|s| s.bytes).sum::<u64>() <= g.bytes);
+                    // One line per call site: no label twice.
+                    let labels: std::collections::BTreeSet<&str> =
+                        g.top_sites.iter().map(|s| s.call_site.as_str()).collect();
+                    assert_eq!(labels.len(), g.top_sites.len());
                 }
                 // Reversed bounds mean the same range.
                 assert_eq!(analysis.range(m1, m0, 5), r);

@@ -376,7 +376,7 @@ fn ranges_and_points() {
     // Started in (2, 6]: id2 (moment 3), id3 (moment 5). Ended: id3 (moment 6).
     assert_eq!((r.allocated.count, r.allocated.bytes), (2, 2100));
     assert_eq!((r.freed.count, r.freed.bytes), (1, 100));
-    let top = &r.allocated.top_stacks;
+    let top = &r.allocated.top_sites;
     assert_eq!(top[0].call_site, "step (train.py:5)");
     assert_eq!((top[0].allocations, top[0].bytes), (1, 2000));
     assert_eq!(top[1].bytes, 100);

@@ -1,12 +1,16 @@
-//! The page's state: the ranks being loaded or shown, the worker pool, the timeline of
-//! the active device and the selected allocation, and how worker responses and user
-//! input change them.
+//! The page: the ranks being loaded or shown, the worker pool, the page model
+//! ([`memscope_page::State`]: shown device, window, selection, moment, range, search…)
+//! and the widgets that show it. User input arrives as [`Msg`]s ([`App::dispatch`]);
+//! the model's [`Effect`]s are carried out here ([`App::run`]): questions to the
+//! workers, the URL, one redraw per animation frame, the DOM parts that follow.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
+
+use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
-    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint,
+    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint, CANCELLED,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
@@ -58,6 +62,18 @@ pub struct App {
     pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
     pub timeline: Option<Timeline>,
+    /// The page model: every piece of view state has its one owner there.
+    pub page: memscope_page::State,
+    /// This page, for callbacks made later (animation frames, timers).
+    pub self_ref: Weak<RefCell<App>>,
+    /// A redraw is due at the next animation frame.
+    redraw_due: bool,
+    /// Strips taken since the last frame: the page is ready once they are drawn.
+    strips_due: bool,
+    /// Work put off ([`crate::later`]).
+    pub later: crate::later::Pending,
+    /// The pointer drag in progress, whichever view it started on.
+    pub drag: crate::input::Drag,
     pub active: Option<(u32, i32)>,
     pub detail: Option<AllocationDetail>,
     pub show_noise: bool,
@@ -85,7 +101,7 @@ pub type Shared = Rc<RefCell<App>>;
 
 impl App {
     /// Creates the page state; `on_response` is given worker responses.
-    pub fn new(pool: Pool, timeline: Option<Timeline>) -> App {
+    pub fn new(pool: Pool, timeline: Option<Timeline>, self_ref: Weak<RefCell<App>>) -> App {
         App {
             pool,
             fleet: Default::default(),
@@ -93,6 +109,12 @@ impl App {
             share: Default::default(),
             ranks: Vec::new(),
             timeline,
+            page: Default::default(),
+            self_ref,
+            redraw_due: false,
+            strips_due: false,
+            later: Default::default(),
+            drag: Default::default(),
             active: None,
             detail: None,
             show_noise: false,
@@ -108,10 +130,10 @@ impl App {
     }
 
     /// Queues files for loading.
-    pub fn add_files(&mut self, files: Vec<File>) {
+    pub fn add_files(&mut self, files: Vec<(String, File)>) {
         let sources = files
             .into_iter()
-            .map(|f| (f.name(), Source::File(f)))
+            .map(|(path, f)| (path, Source::File(f)))
             .collect();
         self.add_sources(sources);
     }
@@ -133,8 +155,9 @@ impl App {
         for (name, source) in sources {
             let key = self.next_key;
             self.next_key += 1;
-            let name = base_name(&name).to_owned();
-            let rank = rank_from_name(&name);
+            // Named by the path relative to what was opened; the rank number is the
+            // file's own (a folder named `rank3` does not make its files rank 3).
+            let rank = rank_from_name(base_name(&name));
             let card = el("div", "rank-card");
             attr(&card, "role", "listitem");
             attr(&card, "data-key", &key.to_string());
@@ -386,18 +409,15 @@ impl App {
                 }
                 if taken {
                     attr(t.canvas(), "data-layout-ms", &format!("{layout_ms:.1}"));
-                    t.draw();
                     t.draw_legend();
-                    dom::set_status("ready");
-                    if !self.painted_since_load {
-                        self.painted_since_load = true;
-                        dom::mark("memscope:first-paint");
-                    }
+                    self.strips_due = true;
+                    self.schedule_redraw();
                     crate::lenses::on_strips_drawn(self);
                 }
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
-                if self.dirty || self.timeline.as_ref().is_some_and(Timeline::stale) {
+                let window = self.page.window;
+                if self.dirty || self.timeline.as_ref().is_some_and(|t| t.stale(&window)) {
                     self.request_strips();
                 }
             }
@@ -411,9 +431,9 @@ impl App {
                 response,
             } => crate::lenses::on_response(self, rank_key, device, id, response),
             Response::Detail(detail) => {
-                let selected = self.timeline.as_ref().map_or(NO_ID, |t| t.selected);
-                if detail.allocation == selected
-                    && self.active == Some((detail.rank_key, detail.device))
+                if self
+                    .page
+                    .wants_detail((detail.rank_key, detail.device), detail.allocation)
                 {
                     self.detail = Some(*detail);
                     panel::show(self.detail.as_ref(), self.show_noise);
@@ -437,6 +457,11 @@ impl App {
             return;
         };
         self.active = Some((key, device));
+        let has_time = d.has_time;
+        dom::show(&by_id("empty-note"), false);
+        if let Some(body) = dom::document().body() {
+            attr(&body, "data-device", &format!("{key}:{device}"));
+        }
         self.detail = None;
         panel::show(None, self.show_noise);
         dom::show(&by_id("empty-state"), false);
@@ -452,10 +477,19 @@ impl App {
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
         show_trace_or_notice(&d);
-        if let Some(t) = self.timeline.as_mut() {
-            t.show_device(key, device, d);
-            t.draw();
-        }
+        let extents = match self.timeline.as_mut() {
+            Some(t) => t.show_device(key, device, d),
+            None => memscope_page::Extents::default(),
+        };
+        let shown = update(
+            &mut self.page,
+            Msg::Show {
+                owner: (key, device),
+                extents,
+                has_time,
+            },
+        );
+        crate::timeline::publish_window(&self.page.window);
         if request {
             self.request_strips();
         } else {
@@ -465,7 +499,7 @@ impl App {
         self.update_devices_marker();
         crate::lenses::on_device_shown(self);
         crate::fleet::on_device_shown(self);
-        crate::share::changed(self, true);
+        self.run(shown);
     }
 
     fn update_devices_marker(&self) {
@@ -492,7 +526,11 @@ impl App {
 
     /// Whether the timeline shows strips laid out for its current view (none pending).
     pub fn strips_settled(&self) -> bool {
-        !self.in_flight && !self.dirty && !self.timeline.as_ref().is_some_and(Timeline::stale)
+        let window = self.page.window;
+        !self.in_flight
+            && !self.dirty
+            && !self.redraw_due
+            && !self.timeline.as_ref().is_some_and(|t| t.stale(&window))
     }
 
     /// Asks the active device's worker for strips of the current view (one request in
@@ -512,11 +550,11 @@ impl App {
             return;
         };
         t.fit_canvas();
-        if !t.stale() {
+        if !t.stale(&self.page.window) {
             self.dirty = false;
             return;
         }
-        let view = t.view;
+        let view = t.layout_view(&self.page.window);
         let request = self.next_request;
         self.next_request += 1;
         self.in_flight = true;
@@ -538,49 +576,135 @@ impl App {
         if let Some(t) = self.timeline.as_mut() {
             t.retheme();
         }
+        self.schedule_redraw();
         crate::lenses::on_theme_changed(self);
         crate::share::changed(self, false);
     }
 
-    /// The view changed: redraw now, refine later.
-    pub fn view_changed(&mut self) {
-        if let Some(t) = self.timeline.as_mut() {
-            t.draw();
-        }
+    /// The canvases' size changed: the window is laid out again for it.
+    pub fn resized(&mut self) {
+        self.schedule_redraw();
         self.request_strips();
+        self.window_followers();
+    }
+
+    /// What follows the window: the linked views' canvases and markers, the fleet's.
+    fn window_followers(&mut self) {
         crate::lenses::on_view_changed(self);
         crate::fleet::on_view_changed(self);
-        crate::share::changed(self, false);
+    }
+
+    /// The selected allocation, or `NO_ID`.
+    pub fn selected_id(&self) -> u32 {
+        self.page.selection.unwrap_or(NO_ID)
     }
 
     /// Selects allocation `id` of the active device (or clears with `NO_ID`).
     pub fn select(&mut self, id: u32) {
-        let Some((key, device)) = self.active else {
+        self.dispatch(Msg::Select((id != NO_ID).then_some(id)));
+    }
+
+    /// Changes the page model and carries out what it asks.
+    pub fn dispatch(&mut self, msg: Msg) {
+        let effects = update(&mut self.page, msg);
+        self.run(effects);
+    }
+
+    /// Carries out the page model's effects, in order.
+    pub fn run(&mut self, effects: Effects) {
+        for effect in effects {
+            match effect {
+                Effect::Redraw => self.schedule_redraw(),
+                Effect::WriteUrl { push } => crate::share::changed(self, push),
+                Effect::Ask(ask) => self.ask(ask),
+                Effect::Dom(part) => self.render_part(part),
+            }
+        }
+    }
+
+    fn ask(&mut self, ask: Ask) {
+        match ask {
+            Ask::Strips => self.request_strips(),
+            Ask::Detail(id) => {
+                let Some((key, device)) = self.active else {
+                    return;
+                };
+                if let Some(slot) = self.slot_of(key) {
+                    self.pool.send(
+                        slot,
+                        Request::Detail {
+                            rank_key: key,
+                            device,
+                            allocation: id,
+                        },
+                    );
+                }
+            }
+            Ask::Reveal(id) => crate::lenses::ask_reveal(self, id),
+            Ask::Moment(at) => crate::lenses::ask_moment(self, at),
+            Ask::Range(range) => crate::lenses::ask_range(self, range),
+            Ask::Search(text) => crate::lenses::ask_search(self, text),
+        }
+    }
+
+    fn render_part(&mut self, part: Part) {
+        match part {
+            Part::Selection => {
+                let id = self.selected_id();
+                self.detail = None;
+                crate::lenses::on_select(self, id);
+                if id == NO_ID {
+                    panel::show(None, self.show_noise);
+                } else {
+                    let body: HtmlElement = by_id("detail-body");
+                    clear(&body);
+                    append(&body, &el_text("p", "hint", "Loading details…"));
+                }
+            }
+            Part::Window => {
+                crate::timeline::publish_window(&self.page.window);
+                self.window_followers();
+            }
+            Part::Axis => crate::input::render_axis(self),
+            Part::YScale => crate::input::render_y_scale(self),
+            Part::Help => crate::chrome::render_help(self.page.help_open),
+            Part::Drag => crate::input::cancel_drag(self),
+            Part::Moment | Part::Range | Part::LensTab => crate::lenses::render_part(self, part),
+            Part::Search | Part::SearchBox | Part::SearchMatches => {
+                crate::lenses::render_part(self, part)
+            }
+        }
+    }
+
+    /// Draws the canvases at the next animation frame (once for any number of changes
+    /// before it).
+    pub fn schedule_redraw(&mut self) {
+        if self.redraw_due || self.timeline.is_none() {
             return;
-        };
+        }
+        self.redraw_due = true;
+        let page = self.self_ref.clone();
+        let frame = wasm_bindgen::closure::Closure::once_into_js(move || {
+            if let Some(app) = page.upgrade() {
+                app.borrow_mut().frame();
+            }
+        });
+        let _ = dom::window().request_animation_frame(wasm_bindgen::JsCast::unchecked_ref(&frame));
+    }
+
+    /// The animation frame: draws the timeline through the model's window.
+    fn frame(&mut self) {
+        self.redraw_due = false;
+        let (window, selected) = (self.page.window, self.selected_id());
         if let Some(t) = self.timeline.as_mut() {
-            t.selected = id;
-            t.draw();
+            t.draw(&window, selected);
         }
-        crate::lenses::on_select(self, id);
-        self.detail = None;
-        crate::share::changed(self, true);
-        if id == NO_ID {
-            panel::show(None, self.show_noise);
-            return;
-        }
-        let body: HtmlElement = by_id("detail-body");
-        clear(&body);
-        append(&body, &el_text("p", "hint", "Loading details…"));
-        if let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) {
-            self.pool.send(
-                slot,
-                Request::Detail {
-                    rank_key: key,
-                    device,
-                    allocation: id,
-                },
-            );
+        if std::mem::take(&mut self.strips_due) {
+            dom::set_status("ready");
+            if !self.painted_since_load {
+                self.painted_since_load = true;
+                dom::mark("memscope:first-paint");
+            }
         }
     }
 
@@ -589,7 +713,7 @@ impl App {
         for i in 0..self.ranks.len() {
             match self.ranks[i].state {
                 RankState::Queued => {
-                    self.ranks[i].state = RankState::Failed("loading was cancelled".to_owned());
+                    self.ranks[i].state = RankState::Failed(CANCELLED.to_owned());
                     self.render_card(i);
                 }
                 RankState::Loading { .. } => {
@@ -613,6 +737,21 @@ impl App {
         dom::show(&by_id("cancel"), loading);
         if !loading && self.active.is_none() && !self.ranks.is_empty() {
             dom::set_status("failed");
+            // Nothing to show: the prompt again, saying why, rather than an empty
+            // toolbar and tabs.
+            let cancelled = self
+                .ranks
+                .iter()
+                .any(|r| matches!(&r.state, RankState::Failed(m) if m == CANCELLED));
+            let note: HtmlElement = by_id("empty-note");
+            note.set_text_content(Some(if cancelled {
+                "Loading was cancelled: no file is open."
+            } else {
+                "None of the files could be opened: the cards on the left say why."
+            }));
+            dom::show(&note, true);
+            dom::show(&by_id("workspace"), false);
+            dom::show(&by_id("empty-state"), true);
         }
         let summary: HtmlElement = by_id("load-summary");
         let ready = self
@@ -625,17 +764,24 @@ impl App {
             .iter()
             .filter(|r| matches!(r.state, RankState::Failed(_)))
             .count();
+        // Files are ranks only when every name carries a rank number.
+        let what = if self.ranks.iter().all(|r| r.rank.is_some()) {
+            "rank"
+        } else {
+            "file"
+        };
         let text = if loading {
             format!(
-                "{ready} of {} ranks loaded, {} workers",
-                self.ranks.len(),
-                self.pool.len()
+                "{ready} of {} loaded, {}",
+                plural(self.ranks.len(), what),
+                plural(self.pool.len(), "worker")
             )
         } else if failed > 0 {
-            format!("{ready} ranks loaded, {failed} failed")
+            format!("{} loaded, {failed} failed", plural(ready, what))
         } else {
             format!(
-                "{ready} ranks loaded in {:.0} ms",
+                "{} loaded in {:.0} ms",
+                plural(ready, what),
                 dom::now_ms() - self.load_started_ms
             )
         };
@@ -828,7 +974,7 @@ impl App {
                     let warn = el_text("details", "rank-warnings", "");
                     append(
                         &warn,
-                        &el_text("summary", "", &format!("{} warnings", info.warnings.len())),
+                        &el_text("summary", "", &plural(info.warnings.len(), "warning")),
                     );
                     let list = el("ul", "");
                     for w in &info.warnings {
@@ -839,6 +985,15 @@ impl App {
                 }
             }
         }
+    }
+}
+
+/// `n` and a noun, plural unless `n` is 1 ("1 warning", "3 files").
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

@@ -1,10 +1,11 @@
 //! The page's own chrome: the theme (light, dark or the system's, remembered), the
-//! keyboard help overlay (`?`), remembered settings, and the service worker that keeps
+//! keyboard help overlay (`?`, through the page's key router), remembered settings, and the service worker that keeps
 //! the page working offline.
 
+use memscope_page::Msg;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{Event, HtmlElement, KeyboardEvent, MediaQueryList};
+use web_sys::{Event, HtmlElement, MediaQueryList};
 
 use crate::app::Shared;
 use crate::dom::{self, attr, by_id, on};
@@ -78,12 +79,11 @@ fn register_service_worker() {
     }
 }
 
-/// Shows or hides the keyboard help.
-fn toggle_help(show: Option<bool>) {
+/// Shows or hides the keyboard help (the page model says which).
+pub fn render_help(open: bool) {
     let overlay: HtmlElement = by_id("help-overlay");
-    let visible = show.unwrap_or(overlay.hidden());
-    dom::show(&overlay, visible);
-    if visible {
+    dom::show(&overlay, open);
+    if open {
         let close: HtmlElement = by_id("help-close");
         let _ = close.focus();
     }
@@ -116,27 +116,13 @@ pub fn install(app: &Shared) {
         // Page-lifetime listener.
         listener.forget();
     }
-    on(&by_id::<HtmlElement>("help"), "click", move |_: Event| {
-        toggle_help(None)
-    });
-    on(
-        &by_id::<HtmlElement>("help-close"),
-        "click",
-        move |_: Event| toggle_help(Some(false)),
-    );
-    on(&dom::document(), "keydown", move |e: KeyboardEvent| {
-        let typing = e
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            .is_some_and(|t| matches!(t.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
-        if typing {
-            return;
-        }
-        if e.key() == "?" {
-            e.prevent_default();
-            toggle_help(None);
-        } else if e.key() == "Escape" && !by_id::<HtmlElement>("help-overlay").hidden() {
-            toggle_help(Some(false));
-        }
-    });
+    for id in ["help", "help-close"] {
+        let app = app.clone();
+        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
+            let mut a = app.borrow_mut();
+            if id == "help" || a.page.help_open {
+                a.dispatch(Msg::ToggleHelp);
+            }
+        });
+    }
 }

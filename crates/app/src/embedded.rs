@@ -89,7 +89,7 @@ pub fn install(app: &Shared) {
     }
     app.borrow_mut().add_sources(sources);
     let location_hash = dom::window().location().hash().unwrap_or_default();
-    if share::parse(&location_hash).state.is_none() {
+    if memscope_page::url::parse(&location_hash).state.is_none() {
         share::run(app, &manifest.hash);
     }
 }

@@ -22,7 +22,7 @@ struct Pending {
     /// Ranks asked for, in page order: (key, name), and their answers.
     ranks: Vec<(u32, String, Option<PackedRank>)>,
     /// The view to embed.
-    view: share::ViewState,
+    view: memscope_page::url::ViewState,
     /// The shown rank, whose range (if trimmed) moves the view.
     shown: Option<u32>,
     /// The file, once everything has arrived.
@@ -66,12 +66,13 @@ pub fn prepare(app: &Shared) {
     let visible = choice("export-html-range") == "visible";
     let active = app.active;
     let mut view = share::current(&app);
+    let window = app.page.window;
     let range = match (visible, active, app.timeline.as_ref()) {
-        (true, Some((_, device)), Some(t)) => Some(PackRange {
+        (true, Some((_, device)), Some(_)) => Some(PackRange {
             device,
-            axis: t.view.axis,
-            x0: t.view.x0,
-            x1: t.view.x1,
+            axis: window.axis,
+            x0: window.x0,
+            x1: window.x1,
         }),
         _ => None,
     };
@@ -212,7 +213,7 @@ async fn finish() {
         }
         Some((
             Embedded {
-                hash: share::format(&view),
+                hash: memscope_page::url::format(&view),
                 ranks,
                 anomalies: Vec::new(),
                 warnings,

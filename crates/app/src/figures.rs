@@ -144,7 +144,13 @@ fn timeline(app: &App, title: &str, style: &Style, size: Size) -> Option<String>
             allocations: e.allocations,
         })
         .collect();
-    let plot =
-        memscope_figures::plot::timeline(title, &shown.strips, &t.view, &legend, shown.peak, style);
+    let plot = memscope_figures::plot::timeline(
+        title,
+        &shown.strips,
+        &t.layout_view(&app.page.window),
+        &legend,
+        shown.peak,
+        style,
+    );
     Some(memscope_figures::plot::svg(&plot, style, size))
 }

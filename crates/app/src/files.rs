@@ -1,4 +1,7 @@
-//! Gathering files from drops (files and folders, read recursively) and pickers.
+//! Gathering files from drops (files and folders, read recursively) and pickers, each
+//! named by its path relative to what was opened (`tp2_pp1/rank0.pickle` for a file of
+//! a folder, the file's name for a file opened by itself): two runs' files of the same
+//! name stay apart in the cards, titles, URL and exports.
 
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::{JsCast, JsValue};
@@ -17,11 +20,22 @@ pub fn looks_like_snapshot(name: &str) -> bool {
         .any(|ext| lower.ends_with(ext))
 }
 
-/// The files of a `FileList` (from an `<input type=file>`).
-pub fn from_list(list: &FileList, from_folder: bool) -> Vec<File> {
+/// A picked file's path relative to the folder picked (`webkitRelativePath`, not in
+/// web-sys), or its name.
+fn relative_path(f: &File) -> String {
+    js_sys::Reflect::get(f, &"webkitRelativePath".into())
+        .ok()
+        .and_then(|v| v.as_string())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| f.name())
+}
+
+/// The files of a `FileList` (from an `<input type=file>`), with their paths.
+pub fn from_list(list: &FileList, from_folder: bool) -> Vec<(String, File)> {
     (0..list.length())
         .filter_map(|i| list.get(i))
         .filter(|f| !from_folder || looks_like_snapshot(&f.name()))
+        .map(|f| (relative_path(&f), f))
         .collect()
 }
 
@@ -47,8 +61,9 @@ async fn read_batch(reader: &FileSystemDirectoryReader) -> Result<Array, JsValue
     Ok(JsFuture::from(p).await?.unchecked_into())
 }
 
-/// Every snapshot-looking file under a folder entry, recursively.
-async fn walk(root: FileSystemEntry, out: &mut Vec<File>) -> Result<(), JsValue> {
+/// Every snapshot-looking file under a folder entry, recursively, with its path from
+/// the dropped folder (which it includes, as a picked folder's files do).
+async fn walk(root: FileSystemEntry, out: &mut Vec<(String, File)>) -> Result<(), JsValue> {
     let mut stack = vec![root];
     while let Some(entry) = stack.pop() {
         if entry.is_directory() {
@@ -65,15 +80,17 @@ async fn walk(root: FileSystemEntry, out: &mut Vec<File>) -> Result<(), JsValue>
                 }
             }
         } else if looks_like_snapshot(&entry.name()) {
+            let path = entry.full_path().trim_start_matches('/').to_owned();
             let file_entry: FileSystemFileEntry = entry.unchecked_into();
-            out.push(entry_file(&file_entry).await?);
+            out.push((path, entry_file(&file_entry).await?));
         }
     }
     Ok(())
 }
 
-/// The files of a drop: dropped files as they are, dropped folders read recursively.
-pub async fn from_drop(transfer: DataTransfer) -> Vec<File> {
+/// The files of a drop, with their paths: dropped files as they are, dropped folders
+/// read recursively.
+pub async fn from_drop(transfer: DataTransfer) -> Vec<(String, File)> {
     let items = transfer.items();
     let mut entries = Vec::new();
     let mut plain = Vec::new();
@@ -87,7 +104,7 @@ pub async fn from_drop(transfer: DataTransfer) -> Vec<File> {
             Ok(Some(entry)) if entry.is_directory() => entries.push(entry),
             _ => {
                 if let Ok(Some(file)) = item.get_as_file() {
-                    plain.push(file);
+                    plain.push((file.name(), file));
                 }
             }
         }

@@ -40,7 +40,6 @@ use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
-use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
@@ -239,13 +238,13 @@ fn set_moment(app: &mut App, m: Moment) {
 /// Zooms the timeline of the active device to a window (kept as is when the window's
 /// kind does not match the timeline's axis).
 fn zoom_to_window(app: &mut App, w: Window) {
-    let Some(t) = app.timeline.as_mut() else {
+    let Some(t) = app.timeline.as_ref() else {
         return;
     };
     let Some((_, _, info)) = &t.device else {
         return;
     };
-    let (x0, x1) = match (w, t.view.axis) {
+    let (x0, x1) = match (w, app.page.window.axis) {
         (Window::Time { start_us, end_us }, Axis::Time) => (
             start_us as f64 - info.start_time_us,
             end_us as f64 - info.start_time_us,
@@ -253,9 +252,13 @@ fn zoom_to_window(app: &mut App, w: Window) {
         (Window::Entries { start, end }, Axis::Events) => (start as f64, end as f64 + 1.0),
         _ => return,
     };
-    let (y0, y1) = (t.view.y0, t.view.y1);
-    t.zoom_to(x0, x1.max(x0 + 1.0), y0, y1);
-    app.view_changed();
+    let (y0, y1) = (app.page.window.y0, app.page.window.y1);
+    app.dispatch(memscope_page::Msg::ZoomTo {
+        x0,
+        x1: x1.max(x0 + 1.0),
+        y0,
+        y1,
+    });
 }
 
 /// The folder-relative path the browser gives for a file picked from a folder, else
@@ -500,7 +503,7 @@ fn set_view(app: &mut App, fleet: bool) {
         compare::render_curves(app);
     } else {
         // The timeline's canvas had no size while hidden.
-        app.view_changed();
+        app.resized();
     }
 }
 
@@ -513,7 +516,7 @@ fn render_selection(app: &App) {
         return;
     };
     dom::show(&bar, true);
-    let selected = app.timeline.as_ref().map_or(NO_ID, |t| t.selected);
+    let selected = app.selected_id();
     let head = el_text(
         "span",
         "selection-label",

@@ -4,16 +4,15 @@
 //! Each kind of work ([`Later`]) runs once for any number of requests made before it
 //! runs: a later request replaces an earlier one (and, for [`When::Settled`], postpones
 //! it). This keeps a drag from costing a layout per mouse move, and keeps secondary
-//! views from delaying the memory timeline's first paint.
+//! views from delaying the memory timeline's first paint. What is pending lives in the
+//! page ([`Pending`]), not in globals.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::{Rc, Weak};
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
-use crate::app::{App, Shared};
+use crate::app::App;
 use crate::dom;
 
 /// The kinds of deferred work.
@@ -47,41 +46,22 @@ pub enum When {
 /// How long the view must be still before [`When::Settled`] work runs.
 pub const SETTLE_MS: i32 = 60;
 
-thread_local! {
-    /// The page, for timers (set by [`install`]).
-    static PAGE: RefCell<Option<Weak<RefCell<App>>>> = const { RefCell::new(None) };
-    /// Per kind, the number of the latest request.
-    static LATEST: RefCell<HashMap<Later, u32>> = RefCell::new(HashMap::new());
-}
-
-/// Lets deferred work reach the page. Call once at start.
-pub fn install(app: &Shared) {
-    PAGE.with(|p| *p.borrow_mut() = Some(Rc::downgrade(app)));
+/// Per kind, the number of the latest request: only that one runs.
+#[derive(Default)]
+pub struct Pending {
+    latest: HashMap<Later, u32>,
 }
 
 /// Runs `f` on the page `when` says, unless a request of the same kind comes first.
-/// Before [`install`], runs it at once.
 pub fn schedule(app: &mut App, kind: Later, when: When, f: fn(&mut App)) {
-    let number = LATEST.with(|l| {
-        let mut l = l.borrow_mut();
-        let slot = l.entry(kind).or_insert(0);
-        *slot += 1;
-        *slot
-    });
-    let Some(page) = PAGE.with(|p| p.borrow().clone()) else {
-        f(app);
-        return;
-    };
+    let slot = app.later.latest.entry(kind).or_insert(0);
+    *slot = slot.wrapping_add(1);
+    let number = *slot;
+    let page = app.self_ref.clone();
     let run = move || {
-        if LATEST.with(|l| l.borrow().get(&kind) != Some(&number)) {
-            return;
+        if let Some(app) = page.upgrade() {
+            run_when_free(app, kind, number, f);
         }
-        let Some(app) = page.upgrade() else { return };
-        // Timer callbacks run between events, when nothing else holds the page.
-        let Ok(mut a) = app.try_borrow_mut() else {
-            return;
-        };
-        f(&mut a);
     };
     let window = dom::window();
     let _ = match when {
@@ -97,6 +77,25 @@ pub fn schedule(app: &mut App, kind: Later, when: When, f: fn(&mut App)) {
             window.request_animation_frame(then.unchecked_ref())
         }
     };
+}
+
+/// Runs request `number` of `kind` unless a newer one came. Callbacks run between
+/// events, when no handler holds the page; should one ever find it held, the work moves
+/// to the next frame rather than being lost.
+fn run_when_free(
+    app: std::rc::Rc<std::cell::RefCell<App>>,
+    kind: Later,
+    number: u32,
+    f: fn(&mut App),
+) {
+    if let Ok(mut a) = app.try_borrow_mut() {
+        if a.later.latest.get(&kind) == Some(&number) {
+            f(&mut a);
+        }
+        return;
+    }
+    let retry = Closure::once_into_js(move || run_when_free(app, kind, number, f));
+    let _ = dom::window().request_animation_frame(retry.unchecked_ref());
 }
 
 fn timeout(callback: wasm_bindgen::JsValue, ms: i32) -> Result<i32, wasm_bindgen::JsValue> {

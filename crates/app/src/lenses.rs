@@ -28,7 +28,7 @@
 mod flame;
 mod glview;
 mod lists;
-mod rows;
+pub mod rows;
 pub(crate) mod search;
 mod settings;
 mod state_panel;
@@ -40,126 +40,27 @@ pub use glview::highlighted;
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 
-use memscope_protocol::lens::{At, LensRequest, LensResponse, MomentAnswer, Overview, RangeAnswer};
+use memscope_page::requests::{Coalescer, Outgoing, Verdict};
+use memscope_page::{Msg, Part};
+use memscope_protocol::lens::{
+    At, LensKind, LensRequest, LensResponse, MomentAnswer, Overview, RangeAnswer,
+};
 use memscope_protocol::{Axis, Request};
 use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::format_duration_us;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{Event, HtmlElement, KeyboardEvent, MouseEvent};
+use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id, on, style};
 use crate::later::{self, Later, When};
 
-/// The tabs under the memory timeline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Tab {
-    /// The segment timeline.
-    #[default]
-    Segments,
-    /// Call-site lanes.
-    Lanes,
-    /// The flame graph.
-    Flame,
-    /// Top allocations.
-    Table,
-    /// The event list.
-    Events,
-    /// Private pools.
-    Pools,
-    /// Allocator settings and OOMs.
-    Settings,
-}
-
-impl Tab {
-    pub(crate) const ALL: [Tab; 7] = [
-        Tab::Segments,
-        Tab::Lanes,
-        Tab::Flame,
-        Tab::Table,
-        Tab::Events,
-        Tab::Pools,
-        Tab::Settings,
-    ];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Tab::Segments => "segments",
-            Tab::Lanes => "lanes",
-            Tab::Flame => "flame",
-            Tab::Table => "table",
-            Tab::Events => "events",
-            Tab::Pools => "pools",
-            Tab::Settings => "settings",
-        }
-    }
-}
-
-/// Kinds of requests (one of each in flight).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Kind {
-    Settings,
-    Overview,
-    Moment,
-    Events,
-    Table,
-    Search,
-    Range,
-    Reveal,
-    Flame,
-    FlameInfo,
-    Lanes,
-    LaneHit,
-    Segments,
-    Pools,
-    WhatIf,
-}
-
-impl Kind {
-    fn of(r: &LensRequest) -> Kind {
-        match r {
-            LensRequest::Settings => Kind::Settings,
-            LensRequest::Overview => Kind::Overview,
-            LensRequest::Moment(_) => Kind::Moment,
-            LensRequest::Events { .. } => Kind::Events,
-            LensRequest::Table { .. } => Kind::Table,
-            LensRequest::Search { .. } => Kind::Search,
-            LensRequest::Range { .. } => Kind::Range,
-            LensRequest::Reveal { .. } => Kind::Reveal,
-            LensRequest::Flame(_) => Kind::Flame,
-            LensRequest::FlameInfo { .. } => Kind::FlameInfo,
-            LensRequest::Lanes { .. } => Kind::Lanes,
-            LensRequest::LaneHit { .. } => Kind::LaneHit,
-            LensRequest::Segments { .. } => Kind::Segments,
-            LensRequest::Pools { .. } => Kind::Pools,
-            LensRequest::WhatIf(_) => Kind::WhatIf,
-        }
-    }
-
-    fn of_response(r: &LensResponse) -> Kind {
-        match r {
-            LensResponse::Settings(_) => Kind::Settings,
-            LensResponse::Overview(_) => Kind::Overview,
-            LensResponse::Moment(_) => Kind::Moment,
-            LensResponse::Events(_) => Kind::Events,
-            LensResponse::Table(_) => Kind::Table,
-            LensResponse::Search(_) => Kind::Search,
-            LensResponse::Range(_) => Kind::Range,
-            LensResponse::Reveal(_) => Kind::Reveal,
-            LensResponse::Flame(_) => Kind::Flame,
-            LensResponse::FlameInfo(_) => Kind::FlameInfo,
-            LensResponse::Lanes(_) => Kind::Lanes,
-            LensResponse::LaneHit(_) => Kind::LaneHit,
-            LensResponse::Segments(_) => Kind::Segments,
-            LensResponse::Pools(_) => Kind::Pools,
-            LensResponse::WhatIf(_) => Kind::WhatIf,
-        }
-    }
-}
+/// The tabs under the memory timeline (the page model's).
+pub use memscope_page::LensTab as Tab;
 
 /// Where the highlighted allocations come from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,29 +76,18 @@ pub enum HighlightSource {
 
 /// What the lenses know about the active device.
 pub struct Lenses {
-    next_id: u32,
-    /// Per kind, the request in flight.
-    inflight: HashMap<Kind, u32>,
-    /// Per kind, the request waiting for it, and when it was asked for.
-    queued: HashMap<Kind, (LensRequest, f64)>,
-    /// Requests sent: their kind and when they were asked for (ms).
-    sent: HashMap<u32, (Kind, f64)>,
+    /// The questions to the shown device's worker, one of each kind in flight.
+    requests: Coalescer<LensKind, LensRequest>,
     /// Request → drawn milliseconds of the state panel and the flame graph.
     pub timings: Vec<(&'static str, f64)>,
     /// The device the state below belongs to.
     device: Option<(u32, i32)>,
     /// What every lens needs up front.
     pub overview: Option<Overview>,
-    /// The tab shown.
-    pub tab: Tab,
-    /// The moment shown.
+    /// What the worker said about the moment (the page model owns which it is).
     pub moment: Option<Box<MomentAnswer>>,
-    /// The moment last asked for.
-    pub moment_target: At,
-    /// The range shown.
+    /// What the worker said about the range (the page model owns which it is).
     pub range: Option<RangeAnswer>,
-    /// The selected allocation.
-    pub selected: u32,
     /// Allocations kept bright in every view (`None`: all).
     pub highlight: Option<Rc<HashSet<u32>>>,
     /// What they are.
@@ -214,8 +104,6 @@ pub struct Lenses {
     pub panel: Option<state_panel::Panel>,
     /// The what-if table and the curve it draws on the timeline.
     pub whatif: whatif::WhatIfState,
-    /// Zoom to the next revealed allocation even when it is in view.
-    reveal_zoom: bool,
     /// The shown device's first questions wait for the timeline's first strips.
     start_pending: bool,
 }
@@ -223,18 +111,12 @@ pub struct Lenses {
 impl Default for Lenses {
     fn default() -> Lenses {
         Lenses {
-            next_id: 0,
-            inflight: HashMap::new(),
-            queued: HashMap::new(),
-            sent: HashMap::new(),
+            requests: Coalescer::default(),
             timings: Vec::new(),
             device: None,
             overview: None,
-            tab: Tab::default(),
             moment: None,
-            moment_target: At::Peak,
             range: None,
-            selected: NO_ID,
             highlight: None,
             highlight_source: HighlightSource::None,
             search: Default::default(),
@@ -243,7 +125,6 @@ impl Default for Lenses {
             lists: None,
             panel: None,
             whatif: Default::default(),
-            reveal_zoom: false,
             start_pending: false,
         }
     }
@@ -252,35 +133,36 @@ impl Default for Lenses {
 /// Sends a lens request for the active device (or queues it behind the one of its kind
 /// in flight).
 fn ask(app: &mut App, request: LensRequest) {
-    let kind = Kind::of(&request);
-    let now = dom::now_ms();
-    if app.lenses.inflight.contains_key(&kind) {
-        // Keep the time of the first waiting request: the user asked then.
-        let asked = app.lenses.queued.get(&kind).map_or(now, |(_, t)| *t);
-        app.lenses.queued.insert(kind, (request, asked));
+    let Some((rank_key, _)) = app.active else {
+        return;
+    };
+    // A question no worker can take is not asked (it would block its kind).
+    if app.slot_of(rank_key).is_none() {
         return;
     }
-    send(app, kind, request, now);
+    if let Some(out) = app
+        .lenses
+        .requests
+        .ask(request.kind(), request, dom::now_ms())
+    {
+        send(app, out);
+    }
 }
 
-fn send(app: &mut App, kind: Kind, request: LensRequest, asked: f64) {
-    let Some((rank_key, device)) = app.active else {
+fn send(app: &mut App, out: Outgoing<LensRequest>) {
+    let Some((rank_key, device)) = app.lenses.requests.owner() else {
         return;
     };
     let Some(slot) = app.slot_of(rank_key) else {
         return;
     };
-    app.lenses.next_id += 1;
-    let id = app.lenses.next_id;
-    app.lenses.inflight.insert(kind, id);
-    app.lenses.sent.insert(id, (kind, asked));
     app.pool.send(
         slot,
         Request::Lens {
             rank_key,
             device,
-            id,
-            request,
+            id: out.id,
+            request: out.question,
         },
     );
 }
@@ -311,13 +193,10 @@ pub fn on_device_shown(app: &mut App) {
     let device = app.active;
     let l = &mut app.lenses;
     l.device = device;
-    l.inflight.clear();
-    l.queued.clear();
+    l.requests.set_owner(device);
     l.overview = None;
     l.moment = None;
-    l.moment_target = At::Peak;
     l.range = None;
-    l.selected = NO_ID;
     l.highlight = None;
     l.highlight_source = HighlightSource::None;
     l.flame.reset();
@@ -371,7 +250,7 @@ fn start(app: &mut App) {
     place_markers(app);
     ask(app, LensRequest::Overview);
     // Unless the moment was chosen in the meantime.
-    if matches!(app.lenses.moment_target, At::Peak) && app.lenses.moment.is_none() {
+    if matches!(app.page.moment.target, At::Peak) && app.lenses.moment.is_none() {
         set_moment(app, At::Peak);
     }
     search::rerun(app);
@@ -380,18 +259,19 @@ fn start(app: &mut App) {
 
 /// A worker answered request `id`.
 pub fn on_response(app: &mut App, rank_key: u32, device: i32, id: u32, response: LensResponse) {
-    let kind = Kind::of_response(&response);
-    let asked = app.lenses.sent.remove(&id).map_or(dom::now_ms(), |s| s.1);
-    if app.lenses.inflight.get(&kind) == Some(&id) {
-        app.lenses.inflight.remove(&kind);
-    }
-    if app.active == Some((rank_key, device)) && app.lenses.device == app.active {
-        handle(app, response, asked);
-    }
-    if !app.lenses.inflight.contains_key(&kind) {
-        if let Some((request, asked)) = app.lenses.queued.remove(&kind) {
-            send(app, kind, request, asked);
+    let verdict = app
+        .lenses
+        .requests
+        .answered(id, response.kind(), (rank_key, device));
+    let next = match verdict {
+        Verdict::Show { asked_ms, next } => {
+            handle(app, response, asked_ms);
+            next
         }
+        Verdict::Stale { next } => next,
+    };
+    if let Some(out) = next {
+        send(app, out);
     }
 }
 
@@ -404,6 +284,9 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
             settings::render(app);
         }
         LensResponse::Overview(overview) => {
+            app.dispatch(Msg::Overview {
+                events: overview.events,
+            });
             app.lenses.overview = Some(*overview);
             settings::render(app);
             rows::on_overview(app);
@@ -414,7 +297,9 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         LensResponse::Moment(answer) => {
             let started = dom::now_ms();
             app.lenses.timings.push(("state-worker", answer.worker_ms));
+            let moment = answer.moment;
             app.lenses.moment = Some(answer);
+            app.dispatch(Msg::MomentShown(moment));
             state_panel::render(app);
             place_markers(app);
             lists::on_moment(app);
@@ -434,9 +319,13 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         LensResponse::Table(page) => lists::on_table(app, page),
         LensResponse::Search(answer) => search::on_answer(app, answer),
         LensResponse::Range(answer) => {
-            app.lenses.range = Some(answer);
-            state_panel::render_range(app);
-            place_markers(app);
+            // A range cleared while its answer was on the way stays cleared.
+            if app.page.range.is_some() {
+                app.lenses.range = Some(answer);
+                state_panel::render_range(app);
+                place_markers(app);
+                reveal_range_panel();
+            }
         }
         LensResponse::Reveal(answer) => reveal_answer(app, answer),
         LensResponse::Flame(answer) => {
@@ -464,48 +353,55 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
 
 /// Makes `at` the moment.
 pub fn set_moment(app: &mut App, at: At) {
-    app.lenses.moment_target = at;
+    app.dispatch(Msg::SetMoment(at));
+}
+
+/// Asks for the moment `at` (the page model made it the moment); the flame graph
+/// follows when it shows the bytes live then.
+pub fn ask_moment(app: &mut App, at: At) {
     ask(app, LensRequest::Moment(at));
-    if app.lenses.tab == Tab::Flame && app.lenses.flame.follows_moment() {
+    if app.page.lens_tab == Tab::Flame && app.lenses.flame.follows_moment() {
         flame::request(app);
     } else {
         app.lenses.flame.stale = true;
     }
 }
 
-/// The moment as a number, if known (the last one asked for, else the one shown).
-pub(crate) fn moment_number(app: &App) -> Option<u32> {
-    match app.lenses.moment_target {
-        At::Moment(m) => Some(m),
-        _ => app.lenses.moment.as_ref().map(|m| m.moment),
-    }
+/// Asks what happened over `range`.
+pub fn ask_range(app: &mut App, range: memscope_page::Range) {
+    ask(
+        app,
+        LensRequest::Range {
+            axis: range.axis,
+            x0: range.x0,
+            x1: range.x1,
+        },
+    );
+}
+
+/// Asks for the matches of `text` (empty: the worker forgets them).
+pub fn ask_search(app: &mut App, text: String) {
+    ask(app, LensRequest::Search { text });
+}
+
+/// Asks where allocation `id` lives, to bring it into view.
+pub fn ask_reveal(app: &mut App, id: u32) {
+    ask(app, LensRequest::Reveal { id });
 }
 
 /// Moves the moment `delta` entries.
 pub fn step(app: &mut App, delta: i64) {
-    let Some(o) = &app.lenses.overview else {
-        return;
-    };
-    let last = i64::from(o.events);
-    let Some(m) = moment_number(app) else { return };
-    let next = (i64::from(m) + delta).clamp(0, last) as u32;
-    if next != m {
-        set_moment(app, At::Moment(next));
-    }
+    app.dispatch(Msg::StepMoment(delta));
 }
 
 /// The moment at data x of the memory timeline.
 pub fn set_moment_at_x(app: &mut App, x: f64) {
-    let Some(t) = app.timeline.as_ref() else {
-        return;
-    };
-    let axis = t.view.axis;
+    let axis = app.page.window.axis;
     set_moment(app, At::X { axis, x });
 }
 
 /// Allocation `id` was selected (or `NO_ID`): every view follows.
 pub fn on_select(app: &mut App, id: u32) {
-    app.lenses.selected = id;
     rows::on_select(app);
     flame::on_select(app);
     lists::on_select(app);
@@ -529,47 +425,67 @@ fn selected_attr(id: u32) -> String {
 }
 
 /// Selects `id` and shows it on the timeline: zoomed to its lifetime when `zoom`, else
-/// only when it is out of view.
+/// only when it is out of view or too thin to see.
 pub fn select_and_reveal(app: &mut App, id: u32, zoom: bool) {
-    app.select(id);
-    if id != NO_ID {
-        app.lenses.reveal_zoom = zoom;
-        ask(app, LensRequest::Reveal { id });
+    if id == NO_ID {
+        app.select(NO_ID);
+    } else {
+        app.dispatch(Msg::Reveal { id, zoom });
     }
 }
 
 fn reveal_answer(app: &mut App, answer: memscope_protocol::lens::RevealAnswer) {
-    let zoom = std::mem::take(&mut app.lenses.reveal_zoom);
-    let Some(t) = app.timeline.as_mut() else {
-        return;
-    };
-    let (x0, x1) = match t.view.axis {
+    let (x0, x1) = match app.page.window.axis {
         Axis::Time => answer.time,
         Axis::Events => answer.events,
     };
-    let v = t.view;
-    let inside = x0 >= v.x0 && x1 <= v.x1;
-    if !zoom && inside {
-        return;
+    let (width_px, height_px) = app
+        .timeline
+        .as_ref()
+        .map_or((1000.0, 400.0), |t| t.css_size_px());
+    app.dispatch(Msg::Revealed {
+        id: answer.id,
+        x0,
+        x1,
+        band: answer.band_bytes,
+        width_px,
+        height_px,
+    });
+}
+
+/// Brings a part of the lenses up to date with the page model.
+pub fn render_part(app: &mut App, part: Part) {
+    match part {
+        Part::Moment => place_markers(app),
+        Part::Range => {
+            if app.page.range.is_none() {
+                app.lenses.range = None;
+                state_panel::render_range(app);
+            }
+            place_markers(app);
+        }
+        Part::LensTab => render_tab(app),
+        Part::Search => search::render(app),
+        Part::SearchBox => by_id::<HtmlInputElement>("search").set_value(""),
+        Part::SearchMatches => search::rehighlight(app),
+        _ => {}
     }
-    let min_span = match v.axis {
-        Axis::Time => 10.0,
-        Axis::Events => 8.0,
-    };
-    let pad = ((x1 - x0) * 0.25).max(min_span / 2.0);
-    t.zoom_to(x0 - pad, x1 + pad, v.y0, v.y1);
-    app.view_changed();
+}
+
+/// Scrolls the side panel so that the range's figures are in view: a drag on the
+/// ruler shows its result where the user looks.
+fn reveal_range_panel() {
+    let panel: HtmlElement = by_id("range-panel");
+    let options = web_sys::ScrollIntoViewOptions::new();
+    options.set_block(web_sys::ScrollLogicalPosition::Nearest);
+    panel.scroll_into_view_with_scroll_into_view_options(&options);
 }
 
 /// The view of the memory timeline changed: every linked canvas follows.
 pub fn on_view_changed(app: &mut App) {
     place_markers(app);
     rows::on_view_changed(app);
-    if app
-        .lenses
-        .flame
-        .axis_changed(app.timeline.as_ref().map(|t| t.view.axis))
-    {
+    if app.lenses.flame.axis_changed(Some(app.page.window.axis)) {
         later::schedule(app, Later::LensFlame, When::Settled, flame::request);
     }
 }
@@ -592,8 +508,8 @@ pub fn set_highlight(app: &mut App, set: Option<HashSet<u32>>, source: Highlight
     let h = app.lenses.highlight.clone();
     if let Some(t) = app.timeline.as_mut() {
         t.set_highlight(h.clone());
-        t.draw();
     }
+    app.schedule_redraw();
     rows::rehighlight(app);
     lists::render_all(app);
     state_panel::rerender_lists(app);
@@ -606,7 +522,15 @@ pub fn set_highlight(app: &mut App, set: Option<HashSet<u32>>, source: Highlight
 
 /// Shows tab `tab`.
 pub fn show_tab(app: &mut App, tab: Tab) {
-    app.lenses.tab = tab;
+    app.dispatch(Msg::ShowTab(tab));
+}
+
+/// Shows the page model's tab; moves the keyboard to it when it was on the tabs.
+fn render_tab(app: &mut App) {
+    let tab = app.page.lens_tab;
+    let on_tabs = dom::document()
+        .active_element()
+        .is_some_and(|e| e.get_attribute("role").as_deref() == Some("tab"));
     for t in Tab::ALL {
         let on = t == tab;
         let button: HtmlElement = by_id(&format!("tab-{}", t.name()));
@@ -615,6 +539,9 @@ pub fn show_tab(app: &mut App, tab: Tab) {
         dom::show(&by_id(&format!("lens-{}-pane", t.name())), on);
     }
     attr(&by_id::<HtmlElement>("lenses"), "data-tab", tab.name());
+    if on_tabs {
+        let _ = by_id::<HtmlElement>(&format!("tab-{}", tab.name())).focus();
+    }
     refresh_tab(app);
 }
 
@@ -623,7 +550,7 @@ fn refresh_tab(app: &mut App) {
     if app.active.is_none() {
         return;
     }
-    match app.lenses.tab {
+    match app.page.lens_tab {
         Tab::Segments | Tab::Lanes | Tab::Pools => rows::refresh(app),
         Tab::Flame => {
             if app.lenses.flame.stale || !app.lenses.flame.has_answer() {
@@ -642,7 +569,7 @@ fn refresh_tab(app: &mut App) {
 /// x of the moment on the timeline's axis.
 fn moment_x(app: &App) -> Option<f64> {
     let m = app.lenses.moment.as_ref()?;
-    let axis = app.timeline.as_ref()?.view.axis;
+    let axis = app.page.window.axis;
     Some(match axis {
         Axis::Time => m.x_time,
         Axis::Events => m.x_events + 0.5,
@@ -651,7 +578,7 @@ fn moment_x(app: &App) -> Option<f64> {
 
 /// Fraction of the timeline's width where data x sits.
 fn fraction(app: &App, x: f64) -> Option<f64> {
-    let v = app.timeline.as_ref()?.view;
+    let v = app.page.window;
     (v.x1 > v.x0).then(|| (x - v.x0) / (v.x1 - v.x0))
 }
 
@@ -680,7 +607,7 @@ pub fn place_markers(app: &mut App) {
     }
     let shade: HtmlElement = by_id("range-shade");
     let range = app.lenses.range.as_ref().and_then(|r| {
-        let axis = app.timeline.as_ref()?.view.axis;
+        let axis = app.page.window.axis;
         let (a, b) = match axis {
             Axis::Time => r.x_time,
             Axis::Events => (r.x_events.0 + 0.5, r.x_events.1 + 0.5),
@@ -729,92 +656,6 @@ pub fn wire(app: &Shared) {
             move |_: Event| show_tab(&mut app.borrow_mut(), tab),
         );
     }
-    {
-        // Arrow keys move between tabs (the ARIA tabs pattern).
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("lens-tabs"),
-            "keydown",
-            move |e: KeyboardEvent| {
-                let delta = match e.key().as_str() {
-                    "ArrowRight" => 1,
-                    "ArrowLeft" => Tab::ALL.len() - 1,
-                    _ => return,
-                };
-                e.prevent_default();
-                e.stop_propagation();
-                let mut a = app.borrow_mut();
-                let i = Tab::ALL
-                    .iter()
-                    .position(|&t| t == a.lenses.tab)
-                    .unwrap_or(0);
-                let next = Tab::ALL[(i + delta) % Tab::ALL.len()];
-                show_tab(&mut a, next);
-                let _ = by_id::<HtmlElement>(&format!("tab-{}", next.name())).focus();
-            },
-        );
-    }
-    {
-        // ←/→ step the moment one entry when no list or field has the keyboard.
-        let app = app.clone();
-        on(&dom::document(), "keydown", move |e: KeyboardEvent| {
-            if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
-                return;
-            }
-            let delta = match e.key().as_str() {
-                "ArrowLeft" => -1,
-                "ArrowRight" => 1,
-                _ => return,
-            };
-            if let Some(target) = e
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            {
-                let tag = target.tag_name();
-                if tag == "INPUT" || tag == "SELECT" || tag == "TEXTAREA" {
-                    return;
-                }
-                if target
-                    .closest("[role=tablist],[role=grid]")
-                    .ok()
-                    .flatten()
-                    .is_some()
-                {
-                    return;
-                }
-            }
-            let mut a = app.borrow_mut();
-            if a.active.is_none() {
-                return;
-            }
-            e.prevent_default();
-            step(&mut a, if e.shift_key() { delta * 10 } else { delta });
-        });
-    }
-    {
-        // A click on the memory timeline (not a drag) also sets the moment.
-        let canvas: HtmlElement = by_id("canvas");
-        let down = Rc::new(std::cell::Cell::new((0.0, 0.0)));
-        {
-            let down = down.clone();
-            on(&canvas, "mousedown", move |e: MouseEvent| {
-                down.set((f64::from(e.client_x()), f64::from(e.client_y())));
-            });
-        }
-        let app = app.clone();
-        on(&canvas, "click", move |e: MouseEvent| {
-            let (x0, y0) = down.get();
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            if e.alt_key() || (cx - x0).abs() + (cy - y0).abs() > 3.0 {
-                return;
-            }
-            let mut a = app.borrow_mut();
-            let Some(x) = a.timeline.as_ref().map(|t| t.data_at(cx, cy).0) else {
-                return;
-            };
-            set_moment_at_x(&mut a, x);
-        });
-    }
     wire_ruler(app);
     rows::wire(app);
     flame::wire(app);
@@ -827,7 +668,8 @@ pub fn wire(app: &Shared) {
 }
 
 /// The time axis under the memory timeline is a ruler: a click sets the moment, a drag
-/// selects a range.
+/// selects a range (the pointer's moves and release reach it through the page's one
+/// router, [`crate::input`]).
 fn wire_ruler(app: &Shared) {
     let ruler: HtmlElement = by_id("x-axis");
     attr(
@@ -835,72 +677,50 @@ fn wire_ruler(app: &Shared) {
         "title",
         "Click to set the moment; drag to see what happened over a range",
     );
-    let start: Rc<std::cell::Cell<Option<(f64, f64)>>> = Rc::default();
-    {
-        let app = app.clone();
-        let start = start.clone();
-        on(&ruler, "mousedown", move |e: MouseEvent| {
-            if e.button() != 0 {
-                return;
-            }
-            e.prevent_default();
-            let a = app.borrow();
-            let Some(t) = a.timeline.as_ref() else { return };
-            let cx = f64::from(e.client_x());
-            start.set(Some((cx, t.data_at(cx, 0.0).0)));
-        });
+    let app = app.clone();
+    on(&ruler, "mousedown", move |e: MouseEvent| {
+        if e.button() != 0 {
+            return;
+        }
+        e.prevent_default();
+        let mut a = app.borrow_mut();
+        let Some(t) = a.timeline.as_ref() else { return };
+        let cx = f64::from(e.client_x());
+        let x0 = t.data_at(&a.page.window, cx, 0.0).0;
+        a.drag = crate::input::Drag::Ruler { sx: cx, x0 };
+    });
+}
+
+/// The pointer moved while dragging on the ruler: shade the range so far.
+pub fn ruler_move(a: &App, sx: f64, x0: f64, cx: f64) {
+    if (cx - sx).abs() < 4.0 {
+        return;
     }
-    {
-        let app = app.clone();
-        let start = start.clone();
-        on(&dom::window(), "mousemove", move |e: MouseEvent| {
-            let Some((sx, x0)) = start.get() else { return };
-            let cx = f64::from(e.client_x());
-            if (cx - sx).abs() < 4.0 {
-                return;
-            }
-            let a = app.borrow();
-            let Some(t) = a.timeline.as_ref() else { return };
-            let x1 = t.data_at(cx, 0.0).0;
-            let shade: HtmlElement = by_id("range-shade");
-            let v = t.view;
-            let f = |x: f64| ((x - v.x0) / (v.x1 - v.x0)).clamp(0.0, 1.0);
-            let (a0, b0) = (f(x0.min(x1)), f(x0.max(x1)));
-            style(&shade, "left", &format!("{:.4}%", a0 * 100.0));
-            style(&shade, "width", &format!("{:.4}%", (b0 - a0) * 100.0));
-            dom::show(&shade, true);
-        });
-    }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mouseup", move |e: MouseEvent| {
-            let Some((sx, x0)) = start.take() else { return };
-            let cx = f64::from(e.client_x());
-            let mut a = app.borrow_mut();
-            let Some(t) = a.timeline.as_ref() else { return };
-            let x1 = t.data_at(cx, 0.0).0;
-            let axis = t.view.axis;
-            if (cx - sx).abs() < 4.0 {
-                set_moment(&mut a, At::X { axis, x: x0 });
-            } else {
-                ask(
-                    &mut a,
-                    LensRequest::Range {
-                        axis,
-                        x0: x0.min(x1),
-                        x1: x0.max(x1),
-                    },
-                );
-            }
-        });
+    let Some(t) = a.timeline.as_ref() else { return };
+    let v = a.page.window;
+    let x1 = t.data_at(&v, cx, 0.0).0;
+    let shade: HtmlElement = by_id("range-shade");
+    let f = |x: f64| ((x - v.x0) / (v.x1 - v.x0)).clamp(0.0, 1.0);
+    let (a0, b0) = (f(x0.min(x1)), f(x0.max(x1)));
+    style(&shade, "left", &format!("{:.4}%", a0 * 100.0));
+    style(&shade, "width", &format!("{:.4}%", (b0 - a0) * 100.0));
+    dom::show(&shade, true);
+}
+
+/// The drag on the ruler ended: a click sets the moment, a drag the range.
+pub fn ruler_end(a: &mut App, sx: f64, x0: f64, cx: f64) {
+    let Some(t) = a.timeline.as_ref() else { return };
+    let x1 = t.data_at(&a.page.window, cx, 0.0).0;
+    if (cx - sx).abs() < 4.0 {
+        set_moment_at_x(a, x0);
+    } else {
+        a.dispatch(Msg::SetRange { x0, x1 });
     }
 }
 
 /// Clears the range.
 pub fn clear_range(app: &mut App) {
-    app.lenses.range = None;
-    state_panel::render_range(app);
-    place_markers(app);
+    app.dispatch(Msg::ClearRange);
 }
 
 /// `window.memscope.lenses()`: the lenses' state for scripts and tests.
@@ -920,7 +740,7 @@ pub fn expose(app: &Shared) {
                 let _ = js_sys::Reflect::set(&out, &k.into(), &v);
             };
             let l = &a.lenses;
-            set("tab", l.tab.name().into());
+            set("tab", a.page.lens_tab.name().into());
             set(
                 "moment",
                 l.moment.as_ref().map_or(JsValue::NULL, |m| m.moment.into()),
@@ -946,11 +766,7 @@ pub fn expose(app: &Shared) {
             }
             set(
                 "selected",
-                if l.selected == NO_ID {
-                    JsValue::NULL
-                } else {
-                    l.selected.into()
-                },
+                a.page.selection.map_or(JsValue::NULL, JsValue::from),
             );
             set(
                 "highlight",

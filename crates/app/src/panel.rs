@@ -65,6 +65,7 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
             "data-free-us",
             "data-alloc-entry",
             "data-free-entry",
+            "data-lifetime-us",
             "data-bytes",
             "data-site",
         ] {
@@ -160,9 +161,20 @@ pub fn show(detail: Option<&AllocationDetail>, show_noise: bool) {
         &freed,
         &wall_clock(d.start_time_us, d.free_time_us),
     );
-    let lifetime = match (d.alloc_time_us, d.free_time_us) {
-        (Some(a), Some(f)) => duration(Some(f - a)),
-        _ => "—".to_owned(),
+    // The table's rule: clipped to the window, so a live allocation counts to the end.
+    match d.lifetime_us {
+        Some(us) => attr(&panel, "data-lifetime-us", &us.to_string()),
+        None => {
+            let _ = panel.remove_attribute("data-lifetime-us");
+        }
+    }
+    let lifetime = match d.lifetime_us {
+        Some(us) if d.live_at_end => format!("{} (to the end of the trace)", duration(Some(us))),
+        Some(us) if d.before_window => {
+            format!("{} (from the start of the trace)", duration(Some(us)))
+        }
+        Some(us) => duration(Some(us)),
+        None => "—".to_owned(),
     };
     row(&list, "Lifetime", &lifetime, "");
     let pending = match (d.free_requested_time_us, d.free_time_us) {

@@ -1,189 +1,21 @@
-//! Bookmarkable views and other ways in: the view state in the URL hash (versioned),
-//! `#example`, `#url=<address>`, and a postMessage handshake for pages that hand over a
-//! snapshot.
+//! Bookmarkable views and other ways in: the view state in the URL hash (its format
+//! and version are the page model's, [`memscope_page::url`]), `#example`,
+//! `#url=<address>`, and a postMessage handshake for pages that hand over a snapshot.
 //!
-//! The hash holds what is needed to come back to a view: the files by name, the device
-//! shown, the axis and visible range, the selected allocation, the search and the theme.
 //! A bookmark opened later restores the view once the same files are opened again (the
 //! page says which it expects). Discrete changes (another device, a selection) push a
 //! history entry, so back and forward step through them; panning and zooming replace
 //! the current one.
-//!
-//! Format, version 1 (`v=1`): `#v=1&files=a.pickle,b.pickle&rank=a.pickle&device=0&
-//! axis=time&x=0,1234.5&y=0,5e9&sel=680&q=text&theme=dark&m=145&lens=flame` (`m`, the
-//! moment, and `lens`, the linked view open, were added without a new version: older
-//! pages ignore them). Hashes without `v` are the
-//! earlier forms (`#example`, `#url=…`), read as commands; [`upgrade`] is where a later
-//! version's reader would translate older ones.
 
-use memscope_protocol::lens::At;
-use memscope_protocol::{Axis, Source};
+use memscope_page::url::{find_file, format, parse, Command, ViewState};
+use memscope_page::{At, LensTab, Msg, Window};
+use memscope_protocol::Source;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{HtmlElement, HtmlInputElement, MessageEvent, UrlSearchParams};
+use web_sys::{HtmlElement, MessageEvent};
 
 use crate::app::{App, RankState, Shared};
 use crate::dom::{self, append, by_id, clear, el, el_text};
-
-/// The current version of the hash format.
-pub const VERSION: u32 = 1;
-
-/// A view as a bookmark holds it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ViewState {
-    /// The files the view shows, by base name.
-    pub files: Vec<String>,
-    /// The file and device on the timeline.
-    pub active: Option<(String, i32)>,
-    /// The x axis.
-    pub axis: Option<Axis>,
-    /// The visible x range.
-    pub x: Option<(f64, f64)>,
-    /// The visible y range (bytes).
-    pub y: Option<(f64, f64)>,
-    /// The selected allocation of the active device.
-    pub selected: Option<u32>,
-    /// The search text.
-    pub search: Option<String>,
-    /// The theme choice.
-    pub theme: Option<String>,
-    /// The top-level view (`rank` or `fleet`).
-    pub tab: Option<String>,
-    /// The moment (the allocator's state after entry `m − 1` of the active device).
-    pub moment: Option<u32>,
-    /// The linked view open under the timeline (`segments`, `flame`, …).
-    pub lens: Option<String>,
-}
-
-/// One-shot instructions in a hash.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Command {
-    /// Open the bundled example.
-    Example,
-    /// Fetch a snapshot from an address (CORS-enabled).
-    Url(String),
-}
-
-/// What a hash says.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Parsed {
-    /// The view to restore, if any.
-    pub state: Option<ViewState>,
-    /// Things to do now.
-    pub commands: Vec<Command>,
-    /// A version this page cannot read.
-    pub unknown_version: Option<String>,
-}
-
-fn pair(text: &str) -> Option<(f64, f64)> {
-    let (a, b) = text.split_once(',')?;
-    let (a, b) = (a.parse().ok()?, b.parse().ok()?);
-    (f64::is_finite(a) && f64::is_finite(b) && a < b).then_some((a, b))
-}
-
-/// Translates the parameters of an older version into the current one. Version 1 is
-/// the first with a state; earlier hashes only carried commands, which need nothing.
-pub fn upgrade(version: u32, params: UrlSearchParams) -> UrlSearchParams {
-    debug_assert!(version <= VERSION);
-    params
-}
-
-/// Reads a hash (`#…`).
-pub fn parse(hash: &str) -> Parsed {
-    let text = hash.strip_prefix('#').unwrap_or(hash);
-    let mut out = Parsed::default();
-    if text.is_empty() {
-        return out;
-    }
-    let Ok(params) = UrlSearchParams::new_with_str(text) else {
-        return out;
-    };
-    if params.has("example") {
-        out.commands.push(Command::Example);
-    }
-    if let Some(url) = params.get("url") {
-        out.commands.push(Command::Url(url));
-    }
-    let Some(v) = params.get("v") else {
-        return out;
-    };
-    let version = match v.parse::<u32>() {
-        Ok(version) if version <= VERSION => version,
-        _ => {
-            out.unknown_version = Some(v);
-            return out;
-        }
-    };
-    let params = upgrade(version, params);
-    let get = |k: &str| params.get(k).filter(|s| !s.is_empty());
-    let state = ViewState {
-        files: get("files")
-            .map(|f| f.split(',').map(str::to_owned).collect())
-            .unwrap_or_default(),
-        active: get("rank").map(|file| {
-            let device = get("device").and_then(|d| d.parse().ok()).unwrap_or(0);
-            (file, device)
-        }),
-        axis: get("axis").and_then(|a| match a.as_str() {
-            "time" => Some(Axis::Time),
-            "events" => Some(Axis::Events),
-            _ => None,
-        }),
-        x: get("x").as_deref().and_then(pair),
-        y: get("y").as_deref().and_then(pair),
-        selected: get("sel").and_then(|s| s.parse().ok()),
-        search: get("q"),
-        theme: get("theme"),
-        tab: get("tab"),
-        moment: get("m").and_then(|m| m.parse().ok()),
-        lens: get("lens"),
-    };
-    out.state = Some(state);
-    out
-}
-
-/// Writes a view as a hash.
-pub fn format(state: &ViewState) -> String {
-    let Ok(params) = UrlSearchParams::new() else {
-        return String::new();
-    };
-    params.append("v", &VERSION.to_string());
-    if !state.files.is_empty() {
-        params.append("files", &state.files.join(","));
-    }
-    if let Some((file, device)) = &state.active {
-        params.append("rank", file);
-        params.append("device", &device.to_string());
-    }
-    if let Some(axis) = state.axis {
-        params.append("axis", if axis == Axis::Time { "time" } else { "events" });
-    }
-    if let Some((a, b)) = state.x {
-        params.append("x", &format!("{a},{b}"));
-    }
-    if let Some((a, b)) = state.y {
-        params.append("y", &format!("{a},{b}"));
-    }
-    if let Some(sel) = state.selected {
-        params.append("sel", &sel.to_string());
-    }
-    if let Some(q) = &state.search {
-        params.append("q", q);
-    }
-    if let Some(theme) = &state.theme {
-        params.append("theme", theme);
-    }
-    if let Some(tab) = &state.tab {
-        params.append("tab", tab);
-    }
-    if let Some(m) = state.moment {
-        params.append("m", &m.to_string());
-    }
-    if let Some(lens) = &state.lens {
-        params.append("lens", lens);
-    }
-    format!("#{}", String::from(params.to_string()))
-}
 
 /// The share state kept by the page.
 #[derive(Default)]
@@ -198,6 +30,9 @@ pub struct Share {
     trailing: bool,
     /// The page, for that timer.
     app: Option<std::rc::Weak<std::cell::RefCell<App>>>,
+    /// A bookmark is being applied: its steps write nothing (the hash already holds
+    /// the view, and back/forward must not gain entries).
+    restoring: bool,
 }
 
 /// Minimum interval between replaced hashes while the view moves.
@@ -211,33 +46,36 @@ fn loaded_names(app: &App) -> Vec<String> {
         .collect()
 }
 
-/// The current view, read from the page.
+/// The current view, read from the page model.
 pub fn current(app: &App) -> ViewState {
     let mut state = ViewState {
         files: loaded_names(app),
         theme: Some(crate::chrome::theme()).filter(|t| t != "system"),
         ..ViewState::default()
     };
-    if let (Some((key, device)), Some(t)) = (app.active, app.timeline.as_ref()) {
+    let page = &app.page;
+    if let Some((key, device)) = app.active {
         if let Some(rank) = app.ranks.iter().find(|r| r.key == key) {
             state.active = Some((rank.name.clone(), device));
         }
-        state.axis = Some(t.view.axis);
-        state.x = Some((t.view.x0, t.view.x1));
-        state.y = Some((t.view.y0, t.view.y1));
-        state.selected = (t.selected != memscope_render::gl::NO_ID).then_some(t.selected);
-        state.moment = moment(app);
-        // The default linked view (the first tab) is left out.
-        state.lens = Some(app.lenses.tab)
-            .filter(|&t| t != crate::lenses::Tab::default())
+        let w = page.window;
+        state.axis = Some(w.axis);
+        state.x = Some((w.x0, w.x1));
+        state.y = Some((w.y0, w.y1));
+        state.selected = page.selection;
+        // A moment the user chose (none while it is the default, the peak, whose number
+        // arrives later and must not change the hash), and the linked view open (none for
+        // the first).
+        state.moment = match page.moment.target {
+            At::Peak => None,
+            _ => page.moment.number(),
+        };
+        state.lens = Some(page.lens_tab)
+            .filter(|&t| t != LensTab::default())
             .map(|t| t.name().to_owned());
     }
-    let search = dom::document()
-        .get_element_by_id("search")
-        .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
-        .map(|i| i.value())
-        .filter(|v| !v.is_empty());
-    state.search = search;
+    state.y_scale = Some(page.y_scale).filter(|&s| s != memscope_page::YScale::default());
+    state.search = Some(page.search.text.clone()).filter(|q| !q.is_empty());
     state.tab = dom::document()
         .body()
         .and_then(|b| b.get_attribute("data-view"))
@@ -248,8 +86,8 @@ pub fn current(app: &App) -> ViewState {
 /// The view changed: write it to the hash. `push` adds a history entry (a discrete
 /// change); otherwise the current entry is replaced, at most every 250 ms.
 pub fn changed(app: &mut App, push: bool) {
-    if app.share.pending.is_some() && app.active.is_none() {
-        // Still waiting for a bookmark's files: keep its hash.
+    if app.share.restoring || (app.share.pending.is_some() && app.active.is_none()) {
+        // Applying a bookmark, or still waiting for its files: keep its hash.
         return;
     }
     let now = dom::now_ms();
@@ -301,7 +139,12 @@ fn show_note(app: &App) {
         return;
     };
     let loaded = loaded_names(app);
-    let missing: Vec<&String> = state.files.iter().filter(|f| !loaded.contains(f)).collect();
+    let loaded: Vec<&str> = loaded.iter().map(String::as_str).collect();
+    let missing: Vec<&String> = state
+        .files
+        .iter()
+        .filter(|f| find_file(f, &loaded).is_none())
+        .collect();
     if missing.is_empty() {
         dom::show(&note, false);
         return;
@@ -337,17 +180,19 @@ pub fn try_restore(app: &mut App) {
         app.share.pending = None;
         return;
     };
-    let Some(key) = app
+    let ready: Vec<&crate::app::Rank> = app
         .ranks
         .iter()
-        .find(|r| &r.name == file && matches!(r.state, RankState::Ready(_)))
-        .map(|r| r.key)
-    else {
+        .filter(|r| matches!(r.state, RankState::Ready(_)))
+        .collect();
+    let names: Vec<&str> = ready.iter().map(|r| r.name.as_str()).collect();
+    let Some(key) = find_file(file, &names).map(|i| ready[i].key) else {
         return;
     };
     apply(app, &state, key, *device);
     let loaded = loaded_names(app);
-    if state.files.iter().all(|f| loaded.contains(f)) {
+    let loaded: Vec<&str> = loaded.iter().map(String::as_str).collect();
+    if state.files.iter().all(|f| find_file(f, &loaded).is_some()) {
         app.share.pending = None;
         show_note(app);
     }
@@ -355,6 +200,14 @@ pub fn try_restore(app: &mut App) {
 
 /// Applies a view to the loaded rank `key`.
 fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
+    app.share.restoring = true;
+    apply_steps(app, state, key, device);
+    app.share.restoring = false;
+    // The hash now says exactly what is shown (a range kept inside the trace).
+    changed(app, false);
+}
+
+fn apply_steps(app: &mut App, state: &ViewState, key: u32, device: i32) {
     if let Some(theme) = &state.theme {
         crate::chrome::set_theme(theme);
     }
@@ -371,64 +224,44 @@ fn apply(app: &mut App, state: &ViewState, key: u32, device: i32) {
     if app.active != Some((key, device)) {
         app.activate(key, device, true);
     }
-    if let Some(t) = app.timeline.as_mut() {
-        if let Some(axis) = state.axis {
-            t.view.axis = axis;
-        }
-        if let Some((x0, x1)) = state.x {
-            t.view.x0 = x0;
-            t.view.x1 = x1;
-        }
-        if let Some((y0, y1)) = state.y {
-            t.view.y0 = y0;
-            t.view.y1 = y1;
-        }
-    }
-    // The linked view, the moment and the search text before the selection: selecting
-    // writes the hash, which must then read back as this state (else it would push a new
-    // history entry, and forward would be lost). No moment is the default, the peak.
+    app.dispatch(Msg::SetYScale(state.y_scale.unwrap_or_default()));
+    let w = app.page.window;
+    let (x0, x1) = state.x.unwrap_or((w.x0, w.x1));
+    let (y0, y1) = state.y.unwrap_or((w.y0, w.y1));
+    app.dispatch(Msg::SetWindow(Window {
+        axis: state.axis.unwrap_or(w.axis),
+        x0,
+        x1,
+        y0,
+        y1,
+    }));
+    // The linked view and the moment before the selection: selecting writes the hash,
+    // which must then read back as this state.
     let lens = state
         .lens
         .as_deref()
-        .and_then(|l| crate::lenses::Tab::ALL.into_iter().find(|t| t.name() == l))
+        .and_then(|l| LensTab::ALL.into_iter().find(|t| t.name() == l))
         .unwrap_or_default();
-    if app.lenses.tab != lens {
-        crate::lenses::show_tab(app, lens);
+    if app.page.lens_tab != lens {
+        app.dispatch(Msg::ShowTab(lens));
     }
     let at = state.moment.map_or(At::Peak, At::Moment);
-    if app.lenses.moment_target != at && moment(app) != state.moment {
-        crate::lenses::set_moment(app, at);
+    if app.page.moment.target != at && app.page.moment.number() != state.moment {
+        app.dispatch(Msg::SetMoment(at));
     }
-    let search = dom::document()
-        .get_element_by_id("search")
-        .and_then(|e| e.dyn_into::<HtmlInputElement>().ok());
-    if let (Some(q), Some(input)) = (&state.search, &search) {
-        input.set_value(q);
-    }
-    // The selection next: the view's hash is then written once, whole, and a view
-    // without a selection (back past a click) clears it rather than keeping the last.
-    let selected = state.selected.unwrap_or(memscope_render::gl::NO_ID);
-    if app
-        .timeline
-        .as_ref()
-        .is_some_and(|t| t.selected != selected)
-    {
-        app.select(selected);
-    }
-    app.view_changed();
-    if let Some(q) = &state.search {
-        // Directly, not by an `input` event: its handler borrows the page, which the
-        // caller holds (a dispatched event panicked on the double borrow).
-        crate::lenses::search::run(app, q.clone());
-    }
-}
-
-/// The moment a view holds: one the user chose (none while it is the default, the
-/// peak, whose number arrives later and must not change the hash).
-fn moment(app: &App) -> Option<u32> {
-    match app.lenses.moment_target {
-        At::Peak => None,
-        _ => crate::lenses::moment_number(app),
+    // A view without a selection (back past a click) clears it rather than keeping
+    // the last.
+    app.dispatch(Msg::Select(state.selected));
+    let q = state.search.clone().unwrap_or_default();
+    if q != app.page.search.text {
+        if let Ok(input) = dom::document()
+            .get_element_by_id("search")
+            .ok_or(())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().map_err(|_| ()))
+        {
+            input.set_value(&q);
+        }
+        app.dispatch(Msg::SearchText(q));
     }
 }
 

@@ -6,12 +6,15 @@
 //! entry numbers, at the canvas's left and right edges) and `data-y-min-bytes` /
 //! `data-y-max-bytes` (at its bottom and top edges).
 //!
-//! The view (x and y ranges) changes instantly on input: the current strips are redrawn
-//! through a new mapping while the worker lays out the new view, whose strips replace
-//! them when they arrive.
+//! The window (x and y ranges, the page model's [`memscope_page::Window`]) changes
+//! instantly on input: the current strips are redrawn through a new mapping at the next
+//! frame while the worker lays out the new window, whose strips replace them when they
+//! arrive. The timeline draws what the page model says (window, selection); it keeps
+//! only what it drew.
 
 use std::collections::HashMap;
 
+use memscope_page::{Extents, Window};
 use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, Strips, View};
 use memscope_render::palette::{overlay_color, Theme};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
@@ -51,18 +54,15 @@ pub struct Timeline {
     renderer: Renderer,
     /// The device shown: (rank key, device, its info).
     pub device: Option<(u32, i32, DeviceInfo)>,
-    /// The view the user is looking at.
-    pub view: View,
+    /// The canvas size in device pixels.
+    size_px: (u32, u32),
     /// The strips drawn (possibly for an older view).
     pub shown: Option<Shown>,
     pub hovered: u32,
-    pub selected: u32,
     /// Frames drawn (for tests and the bench).
     pub frames: u32,
     /// Allocations the linked views highlight (search matches); the rest are dimmed.
     pub highlight: Option<std::rc::Rc<std::collections::HashSet<u32>>>,
-    /// What the y axis is fitted to.
-    pub y_scale: YScale,
     /// The canvas' width in CSS pixels, as last measured (to keep labels inside it).
     css_width_px: f64,
     /// What the outlines uploaded follow: (hovered, selected, strips generation).
@@ -71,25 +71,6 @@ pub struct Timeline {
     generation: u32,
     /// The strips shown are in colours the page's palette changes: lay them out again.
     pub recolor: bool,
-}
-
-/// What a fitted y axis spans: up to the peak of reserved bytes (the default, as
-/// PyTorch's viewer), or up to the peak of allocated bytes, where small allocations
-/// under a much larger reservation (4 KiB in a 2 MiB segment) become visible.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum YScale {
-    Reserved,
-    Allocated,
-}
-
-impl YScale {
-    /// The toggle's text, `data-y-scale` on `#plot`.
-    pub fn name(self) -> &'static str {
-        match self {
-            YScale::Reserved => "reserved",
-            YScale::Allocated => "allocated",
-        }
-    }
 }
 
 /// Rough width in CSS pixels of a label of `text` in the axes' 11 px font, to keep it
@@ -137,21 +118,11 @@ impl Timeline {
             gl,
             renderer,
             device: None,
-            view: View {
-                axis: Axis::Time,
-                x0: 0.0,
-                x1: 1.0,
-                y0: 0.0,
-                y1: 1.0,
-                width_px: 1,
-                height_px: 1,
-            },
+            size_px: (1, 1),
             shown: None,
             hovered: NO_ID,
-            selected: NO_ID,
             frames: 0,
             highlight: None,
-            y_scale: YScale::Reserved,
             css_width_px: 1.0,
             outlined: (NO_ID, NO_ID, 0),
             generation: 0,
@@ -173,135 +144,59 @@ impl Timeline {
             self.canvas.set_width(w);
             self.canvas.set_height(h);
         }
-        self.view.width_px = w;
-        self.view.height_px = h;
+        self.size_px = (w, h);
         (w, h)
     }
 
-    /// The x extent of the shown device on `axis`.
-    pub fn x_extent(&self, axis: Axis) -> f64 {
-        match (&self.device, axis) {
-            (Some((_, _, info)), Axis::Time) => info.time_span_us.max(1.0),
-            // Moment m (the state after m entries) spans [m, m + 1).
-            (Some((_, _, info)), Axis::Events) => f64::from(info.events) + 1.0,
-            (None, _) => 1.0,
+    /// What the worker lays out for `window` on this canvas.
+    pub fn layout_view(&self, window: &Window) -> View {
+        View {
+            axis: window.axis,
+            x0: window.x0,
+            x1: window.x1,
+            y0: window.y0,
+            y1: window.y1,
+            width_px: self.size_px.0,
+            height_px: self.size_px.1,
         }
     }
 
-    /// Shows a device, fitted.
-    pub fn show_device(&mut self, rank_key: u32, device: i32, info: DeviceInfo) {
-        let axis = if info.has_time {
-            Axis::Time
-        } else {
-            Axis::Events
+    /// Shows a device; says how far it reaches, for the page model to fit the window.
+    pub fn show_device(&mut self, rank_key: u32, device: i32, info: DeviceInfo) -> Extents {
+        let extents = Extents {
+            time_us: info.time_span_us.max(1.0),
+            events: info.events,
+            reserved_bytes: info.y_max,
+            allocated_bytes: info.summary.peak_allocated_bytes as f64,
         };
         self.device = Some((rank_key, device, info));
-        self.view.axis = axis;
         self.shown = None;
         self.hovered = NO_ID;
-        self.selected = NO_ID;
-        self.fit();
-    }
-
-    /// The highest bytes the y axis is fitted to ([`YScale`]).
-    pub fn y_extent(&self) -> f64 {
-        self.device
-            .as_ref()
-            .map_or(1.0, |(_, _, i)| match self.y_scale {
-                YScale::Reserved => i.y_max.max(1.0),
-                YScale::Allocated => (i.summary.peak_allocated_bytes as f64).max(1.0),
-            })
-    }
-
-    /// Fits the whole device in view.
-    pub fn fit(&mut self) {
-        self.fit_canvas();
-        self.view.x0 = 0.0;
-        self.view.x1 = self.x_extent(self.view.axis);
-        self.view.y0 = 0.0;
-        self.view.y1 = self.y_extent() * 1.05;
-    }
-
-    /// Zooms x by `factor` (< 1 zooms in) around `at` (data x).
-    pub fn zoom_x(&mut self, factor: f64, at: f64) {
-        let extent = self.x_extent(self.view.axis);
-        let min_span: f64 = match self.view.axis {
-            Axis::Time => 1.0,
-            Axis::Events => 4.0,
-        };
-        let span = ((self.view.x1 - self.view.x0) * factor).clamp(min_span.min(extent), extent);
-        let t = if self.view.x1 > self.view.x0 {
-            (at - self.view.x0) / (self.view.x1 - self.view.x0)
-        } else {
-            0.5
-        };
-        self.view.x0 = at - t * span;
-        self.view.x1 = self.view.x0 + span;
-        self.clamp_x();
-    }
-
-    /// Pans x by `fraction` of the visible span.
-    pub fn pan_x(&mut self, fraction: f64) {
-        let d = (self.view.x1 - self.view.x0) * fraction;
-        self.view.x0 += d;
-        self.view.x1 += d;
-        self.clamp_x();
-    }
-
-    /// Pans by data deltas.
-    pub fn pan_by(&mut self, dx: f64, dy: f64) {
-        self.view.x0 += dx;
-        self.view.x1 += dx;
-        // Panning may reach the reserved peak whatever the axis is fitted to.
-        let y_max = self
-            .device
-            .as_ref()
-            .map_or(1.0, |(_, _, i)| i.y_max.max(1.0))
-            * 1.05;
-        let span = self.view.y1 - self.view.y0;
-        if span < y_max {
-            let y0 = (self.view.y0 + dy).clamp(0.0, y_max - span);
-            self.view.y0 = y0;
-            self.view.y1 = y0 + span;
-        }
-        self.clamp_x();
-    }
-
-    /// Shows exactly the data box `x0..x1 × y0..y1`.
-    pub fn zoom_to(&mut self, x0: f64, x1: f64, y0: f64, y1: f64) {
-        self.view.x0 = x0.min(x1);
-        self.view.x1 = x0.max(x1);
-        self.view.y0 = y0.min(y1).max(0.0);
-        self.view.y1 = y0.max(y1).max(self.view.y0 + 1.0);
-        self.clamp_x();
-    }
-
-    /// Keeps the view inside the trace: nothing before its first entry (no negative
-    /// time) or after its last, and no wider than the whole trace.
-    fn clamp_x(&mut self) {
-        let extent = self.x_extent(self.view.axis);
-        let span = (self.view.x1 - self.view.x0).min(extent);
-        self.view.x0 = self.view.x0.clamp(0.0, extent - span);
-        self.view.x1 = self.view.x0 + span;
+        extents
     }
 
     /// Data coordinates under a mouse position (client pixels).
-    pub fn data_at(&self, client_x: f64, client_y: f64) -> (f64, f64) {
+    pub fn data_at(&self, w: &Window, client_x: f64, client_y: f64) -> (f64, f64) {
         let rect = self.canvas.get_bounding_client_rect();
         let fx = (client_x - rect.left()) / rect.width().max(1.0);
         let fy = 1.0 - (client_y - rect.top()) / rect.height().max(1.0);
+        (w.x0 + fx * (w.x1 - w.x0), w.y0 + fy * (w.y1 - w.y0))
+    }
+
+    /// The canvas size in CSS pixels.
+    pub fn css_size_px(&self) -> (f64, f64) {
         (
-            self.view.x0 + fx * (self.view.x1 - self.view.x0),
-            self.view.y0 + fy * (self.view.y1 - self.view.y0),
+            self.css_width_px,
+            f64::from(self.canvas.client_height()).max(1.0),
         )
     }
 
     /// What is drawn under data coordinates (absolute, as [`Timeline::data_at`] gives):
     /// the shown strips are drawn through the current view, so the strips' own hit test
     /// answers exactly for what is on screen.
-    pub fn hit(&self, x: f64, y: f64) -> Option<Hit> {
+    pub fn hit(&self, w: &Window, x: f64, y: f64) -> Option<Hit> {
         let shown = self.shown.as_ref()?;
-        if shown.view.axis != self.view.axis {
+        if shown.view.axis != w.axis {
             return None;
         }
         let i = shown.strips.hit(x, y)?;
@@ -371,18 +266,16 @@ impl Timeline {
         lines
     }
 
-    /// Zooms to aggregate instance `i`: its columns, and the window of the stack its
-    /// allocations come from (where they are drawn one by one once zoomed in) with a
-    /// margin.
-    pub fn zoom_to_aggregate(&mut self, i: usize) {
-        let Some(shown) = &self.shown else { return };
-        let Some(a) = shown.aggregates.get(i) else {
-            return;
-        };
+    /// The data box of aggregate instance `i` to zoom to (`[x0, x1, y0, y1]`): its
+    /// columns, and the window of the stack its allocations come from (where they are
+    /// drawn one by one once zoomed in) with a margin.
+    pub fn aggregate_box(&self, i: usize) -> Option<[f64; 4]> {
+        let shown = self.shown.as_ref()?;
+        let a = shown.aggregates.get(i)?;
         let [x0, x1, _, _] = shown.strips.rect_data(i);
         let (lo, hi) = (a.window_lo_bytes, a.window_hi_bytes);
         let margin = 0.25 * (hi - lo);
-        self.zoom_to(x0, x1, (lo - margin).max(0.0), hi + margin);
+        Some([x0, x1, (lo - margin).max(0.0), hi + margin])
     }
 
     /// Takes new strips if they are for the device shown and not older than the ones
@@ -442,7 +335,7 @@ impl Timeline {
             .collect()
     }
 
-    /// Highlights `set` (`None`: nothing dimmed); call `draw` after.
+    /// Highlights `set` (`None`: nothing dimmed); a redraw shows it.
     pub fn set_highlight(&mut self, set: Option<std::rc::Rc<std::collections::HashSet<u32>>>) {
         self.highlight = set;
         if let Some(shown) = &self.shown {
@@ -468,24 +361,23 @@ impl Timeline {
             .set_lines(&self.gl, &strips.lines, line_strips);
     }
 
-    /// The theme changed: recolour the overlays and redraw.
+    /// The theme changed: recolour the overlays (a redraw shows them).
     pub fn retheme(&mut self) {
         if let Some(shown) = self.shown.take() {
             self.upload_lines(&shown.strips);
             self.shown = Some(shown);
         }
-        self.draw();
     }
 
-    /// Whether the shown strips were laid out for a different view than the current one.
-    pub fn stale(&self) -> bool {
+    /// Whether the shown strips were laid out for a different view than `window`.
+    pub fn stale(&self, window: &Window) -> bool {
         if self.recolor {
             return true;
         }
         match &self.shown {
             Some(shown) => {
                 let a = shown.view;
-                let b = self.view;
+                let b = self.layout_view(window);
                 a.axis != b.axis
                     || a.width_px != b.width_px
                     || a.height_px != b.height_px
@@ -500,8 +392,8 @@ impl Timeline {
 
     /// Uploads the outlines of the hovered and selected allocations (or aggregate) when
     /// they, or the strips, changed: overlay lines that follow each band.
-    fn update_outlines(&mut self) {
-        let key = (self.hovered, self.selected, self.generation);
+    fn update_outlines(&mut self, selected: u32) {
+        let key = (self.hovered, selected, self.generation);
         if key == self.outlined {
             return;
         }
@@ -509,9 +401,9 @@ impl Timeline {
         let mut vertices = Vec::new();
         let mut strips = Vec::new();
         if let Some(shown) = &self.shown {
-            for (id, selected) in [(self.hovered, false), (self.selected, true)] {
+            for (id, is_selected) in [(self.hovered, false), (selected, true)] {
                 // The selection's outline (wider) stands for the hover on it too.
-                if id == NO_ID || (!selected && id == self.selected) {
+                if id == NO_ID || (!is_selected && id == selected) {
                     continue;
                 }
                 let (v, polylines) = shown.strips.outline(id);
@@ -520,32 +412,35 @@ impl Timeline {
                 strips.extend(
                     polylines
                         .into_iter()
-                        .map(|(first, count)| (base + first as i32, count as i32, selected)),
+                        .map(|(first, count)| (base + first as i32, count as i32, is_selected)),
                 );
             }
         }
         self.renderer.set_outlines(&self.gl, &vertices, strips);
     }
+}
 
-    /// Publishes the view drawn on `#plot` (see the module docs).
-    fn publish_view(&self) {
-        let plot: HtmlElement = by_id("plot");
-        let v = &self.view;
-        let axis = match v.axis {
-            Axis::Time => "time",
-            Axis::Events => "events",
-        };
-        attr(&plot, "data-axis", axis);
-        attr(&plot, "data-view-start", &v.x0.to_string());
-        attr(&plot, "data-view-end", &v.x1.to_string());
-        attr(&plot, "data-y-min-bytes", &v.y0.to_string());
-        attr(&plot, "data-y-max-bytes", &v.y1.to_string());
-    }
+/// Publishes the window on `#plot` (see the module docs): at once when it changes, and
+/// with every frame drawn.
+pub fn publish_window(v: &Window) {
+    let plot: HtmlElement = by_id("plot");
+    let axis = match v.axis {
+        Axis::Time => "time",
+        Axis::Events => "events",
+    };
+    attr(&plot, "data-axis", axis);
+    attr(&plot, "data-view-start", &v.x0.to_string());
+    attr(&plot, "data-view-end", &v.x1.to_string());
+    attr(&plot, "data-y-min-bytes", &v.y0.to_string());
+    attr(&plot, "data-y-max-bytes", &v.y1.to_string());
+}
 
-    /// Draws the current strips through the current view, and the DOM overlays.
-    pub fn draw(&mut self) {
-        self.update_outlines();
-        self.publish_view();
+impl Timeline {
+    /// Draws the current strips through `window` with `selected` outlined (`NO_ID`:
+    /// none), and the DOM overlays. Called once per animation frame at most.
+    pub fn draw(&mut self, window: &Window, selected: u32) {
+        self.update_outlines(selected);
+        publish_window(window);
         let (w, h) = self.fit_canvas();
         let dark = dark_theme();
         let background = if dark {
@@ -559,13 +454,13 @@ impl Timeline {
             [0.0, 0.0, 0.0, 1.0]
         };
         match &self.shown {
-            Some(shown) if shown.view.axis == self.view.axis => {
+            Some(shown) if shown.view.axis == window.axis => {
                 let s = &shown.strips;
                 let map = Mapping {
-                    x_left: self.view.x0 - s.origin_x,
-                    x_right: self.view.x1 - s.origin_x,
-                    y_bottom: self.view.y0 - s.origin_y,
-                    y_top: self.view.y1 - s.origin_y,
+                    x_left: window.x0 - s.origin_x,
+                    x_right: window.x1 - s.origin_x,
+                    y_bottom: window.y0 - s.origin_y,
+                    y_top: window.y1 - s.origin_y,
                 };
                 self.renderer.draw(
                     &self.gl,
@@ -575,22 +470,21 @@ impl Timeline {
                     background,
                     outline,
                     self.hovered,
-                    self.selected,
+                    selected,
                 );
             }
             _ => memscope_render::gl::clear(&self.gl, w, h, background),
         }
         self.frames += 1;
-        self.draw_axes();
-        self.draw_peak();
+        self.draw_axes(window);
+        self.draw_peak(window);
     }
 
-    fn draw_axes(&self) {
+    fn draw_axes(&self, v: &Window) {
         let y_axis: HtmlElement = by_id("y-axis");
         let x_axis: HtmlElement = by_id("x-axis");
         clear(&y_axis);
         clear(&x_axis);
-        let v = &self.view;
         for (value, label) in ticks_bytes(v.y0, v.y1, 6) {
             let f = (value - v.y0) / (v.y1 - v.y0);
             let tick = el_text("span", "tick", &label);
@@ -618,13 +512,12 @@ impl Timeline {
         }
     }
 
-    fn draw_peak(&self) {
+    fn draw_peak(&self, v: &Window) {
         let marker: HtmlElement = by_id("peak");
         let Some(shown) = &self.shown else {
             dom::show(&marker, false);
             return;
         };
-        let v = &self.view;
         let (x, bytes) = shown.peak;
         let fx = (x - v.x0) / (v.x1 - v.x0);
         let fy = (bytes - v.y0) / (v.y1 - v.y0);
@@ -694,10 +587,9 @@ impl Timeline {
     }
 
     /// Client coordinates of the middle of allocation `id`'s largest visible rect.
-    pub fn locate(&self, id: u32) -> Option<(f64, f64)> {
+    pub fn locate(&self, v: &Window, id: u32) -> Option<(f64, f64)> {
         let shown = self.shown.as_ref()?;
         let s = &shown.strips;
-        let v = &self.view;
         let clip = |r: [f64; 4]| {
             [
                 r[0].max(v.x0),

@@ -21,21 +21,8 @@ use memscope_render::{
     SegmentRow, TimelineView,
 };
 
-/// Where "the moment" is.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub enum At {
-    /// A moment number (clamped to the last).
-    Moment(u32),
-    /// The moment in effect at `x` on `axis` (a click on a timeline).
-    X {
-        /// The axis `x` is on.
-        axis: Axis,
-        /// Axis units (µs since the first entry, or entry index).
-        x: f64,
-    },
-    /// The peak of allocated bytes.
-    Peak,
-}
+/// Where "the moment" is (the device model's).
+pub use memscope_snapshot::At;
 
 /// Instanced rectangles (and overlay polylines) of a lens canvas. The arrays are
 /// transferred from the worker. Coordinates as in `memscope_render::Strips`: relative
@@ -416,6 +403,9 @@ pub struct RevealAnswer {
     pub events: (f64, f64),
     /// Requested bytes.
     pub size_bytes: u64,
+    /// Its band in the middle of its life, bottom and top in bytes, as the memory
+    /// timeline stacks it (`None`: no such allocation).
+    pub band_bytes: Option<(f64, f64)>,
 }
 
 /// The call-site lanes laid out.
@@ -675,4 +665,86 @@ pub struct WhatIfAnswer {
     pub prepare_ms: f64,
     /// Time spent in the worker, ms.
     pub worker_ms: f64,
+}
+
+/// The kind of a lens question and of its answer: the page keeps at most one question
+/// of each kind in flight per device, and pairs an answer with its question by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LensKind {
+    /// [`LensRequest::Settings`].
+    Settings,
+    /// [`LensRequest::Overview`].
+    Overview,
+    /// [`LensRequest::Moment`].
+    Moment,
+    /// [`LensRequest::Events`].
+    Events,
+    /// [`LensRequest::Table`].
+    Table,
+    /// [`LensRequest::Search`].
+    Search,
+    /// [`LensRequest::Range`].
+    Range,
+    /// [`LensRequest::Reveal`].
+    Reveal,
+    /// [`LensRequest::Flame`].
+    Flame,
+    /// [`LensRequest::FlameInfo`].
+    FlameInfo,
+    /// [`LensRequest::Lanes`].
+    Lanes,
+    /// [`LensRequest::LaneHit`].
+    LaneHit,
+    /// [`LensRequest::Segments`].
+    Segments,
+    /// [`LensRequest::Pools`].
+    Pools,
+    /// [`LensRequest::WhatIf`].
+    WhatIf,
+}
+
+impl LensRequest {
+    /// Its kind.
+    pub fn kind(&self) -> LensKind {
+        match self {
+            LensRequest::Settings => LensKind::Settings,
+            LensRequest::Overview => LensKind::Overview,
+            LensRequest::Moment(_) => LensKind::Moment,
+            LensRequest::Events { .. } => LensKind::Events,
+            LensRequest::Table { .. } => LensKind::Table,
+            LensRequest::Search { .. } => LensKind::Search,
+            LensRequest::Range { .. } => LensKind::Range,
+            LensRequest::Reveal { .. } => LensKind::Reveal,
+            LensRequest::Flame(_) => LensKind::Flame,
+            LensRequest::FlameInfo { .. } => LensKind::FlameInfo,
+            LensRequest::Lanes { .. } => LensKind::Lanes,
+            LensRequest::LaneHit { .. } => LensKind::LaneHit,
+            LensRequest::Segments { .. } => LensKind::Segments,
+            LensRequest::Pools { .. } => LensKind::Pools,
+            LensRequest::WhatIf(_) => LensKind::WhatIf,
+        }
+    }
+}
+
+impl LensResponse {
+    /// The kind of the question it answers.
+    pub fn kind(&self) -> LensKind {
+        match self {
+            LensResponse::Settings(_) => LensKind::Settings,
+            LensResponse::Overview(_) => LensKind::Overview,
+            LensResponse::Moment(_) => LensKind::Moment,
+            LensResponse::Events(_) => LensKind::Events,
+            LensResponse::Table(_) => LensKind::Table,
+            LensResponse::Search(_) => LensKind::Search,
+            LensResponse::Range(_) => LensKind::Range,
+            LensResponse::Reveal(_) => LensKind::Reveal,
+            LensResponse::Flame(_) => LensKind::Flame,
+            LensResponse::FlameInfo(_) => LensKind::FlameInfo,
+            LensResponse::Lanes(_) => LensKind::Lanes,
+            LensResponse::LaneHit(_) => LensKind::LaneHit,
+            LensResponse::Segments(_) => LensKind::Segments,
+            LensResponse::Pools(_) => LensKind::Pools,
+            LensResponse::WhatIf(_) => LensKind::WhatIf,
+        }
+    }
 }

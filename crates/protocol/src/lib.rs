@@ -21,6 +21,10 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use memscope_snapshot::DeviceSummary;
 
+/// The reason a load ends with when the page cancelled it (the page tells a
+/// cancelled file from a failed one by it).
+pub const CANCELLED: &str = "loading was cancelled";
+
 /// gloo-worker message encoding: serde-wasm-bindgen, so preserved JavaScript values
 /// pass through unchanged.
 #[derive(Debug)]
@@ -391,6 +395,10 @@ pub struct AllocationDetail {
     pub alloc_axis_us: Option<f64>,
     /// Its free entry on the timeline's time axis.
     pub free_axis_us: Option<f64>,
+    /// µs from its start to its end, both clipped to the trace window (an allocation
+    /// live at the end lives to the last entry, one from before the window from the
+    /// first), as the top-allocations table counts it; `None` without times.
+    pub lifetime_us: Option<f64>,
 }
 
 /// What a worker answers.

@@ -15,15 +15,8 @@ pub use memscope_snapshot::NO_MOMENT;
 /// report uses, re-exported.
 pub use memscope_snapshot::frames::NO_STACK_LABEL;
 
-/// What the x axis measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub enum Axis {
-    /// Microseconds since the first trace entry's `time_us`.
-    #[default]
-    Time,
-    /// Trace entries applied: moment `m` (the state after `m` entries) spans `[m, m + 1)`.
-    Events,
-}
+/// What the x axis measures: the device model's two clocks.
+pub use memscope_snapshot::Axis;
 
 /// The peak of allocated bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

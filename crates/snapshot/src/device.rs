@@ -40,6 +40,34 @@ use crate::model::{Snapshot, NONE, NO_TIME};
 use crate::segments::SegmentLives;
 use crate::sites::SiteTable;
 
+/// What an x axis measures: the device's two clocks, by which every view places moments.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum Axis {
+    /// Microseconds since the first trace entry's `time_us`.
+    #[default]
+    Time,
+    /// Trace entries applied: moment `m` (the state after `m` entries) spans `[m, m + 1)`.
+    Events,
+}
+
+/// Where "the moment" is, as the page asks for it and the worker resolves it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum At {
+    /// A moment number (clamped to the last).
+    Moment(u32),
+    /// The moment in effect at `x` on `axis` (a click on a timeline).
+    X {
+        /// The axis `x` is on.
+        axis: Axis,
+        /// Axis units (µs since the first entry, or entry index).
+        x: f64,
+    },
+    /// The peak of allocated bytes.
+    Peak,
+}
+
 /// Marks an absent moment (no `free_requested`).
 pub const NO_MOMENT: u32 = u32::MAX;
 
@@ -227,6 +255,16 @@ impl DeviceModel {
             0 => self.initial_reserved,
             i => self.reserved_values[i - 1],
         }
+    }
+
+    /// µs allocation `id` lived, both ends clipped to the window (from the first entry
+    /// for allocations made before it, to the last for allocations live at its end):
+    /// the one lifetime the table, the detail panel and every report show. `None`
+    /// without a clock or for an unknown id.
+    pub fn lifetime_us(&self, id: u32) -> Option<i64> {
+        let i = id as usize;
+        let (start, end) = (*self.start.get(i)?, *self.end.get(i)?);
+        Some(self.moment_time_us(end)? - self.moment_time_us(start)?)
     }
 
     /// The clock of moment `m` in µs since `first_time_us`: that of the entry leading to

@@ -3,7 +3,9 @@
 //! [`RULES`] lists every workspace crate with the workspace crates it may depend on
 //! directly (any dependency kind: normal, build or dev) and whether browser crates may
 //! appear in its dependency closure. A new workspace crate fails the test until it gets
-//! a line in the table.
+//! a line in the table. The crate table of ARCHITECTURE.md must say the same: its
+//! "may depend on" column names exactly the workspace crates of [`RULES`] and the
+//! browser crates the crate uses directly.
 
 // Tests fail loudly on unexpected errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -44,42 +46,24 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-snapshot",
             "memscope-analysis",
             "memscope-allocator",
-            "memscope-pickle",
-            "memscope-json",
         ],
         Browser::Never,
     ),
     (
         "memscope-report",
-        &[
-            "memscope-snapshot",
-            "memscope-fleet",
-            "memscope-pickle",
-            "memscope-json",
-        ],
+        &["memscope-snapshot", "memscope-fleet"],
         Browser::Never,
     ),
     // The Python package's extension module (PyO3).
     (
         "memscope-python",
-        &[
-            "memscope-snapshot",
-            "memscope-fleet",
-            "memscope-report",
-            "memscope-pickle",
-            "memscope-json",
-        ],
+        &["memscope-snapshot", "memscope-fleet", "memscope-report"],
         Browser::NotNative,
     ),
     // The single HTML file's data part: snapshots written back, trimmed, packed.
     (
         "memscope-bundle",
-        &[
-            "memscope-snapshot",
-            "memscope-analysis",
-            "memscope-pickle",
-            "memscope-json",
-        ],
+        &["memscope-snapshot", "memscope-analysis"],
         Browser::Never,
     ),
     (
@@ -97,27 +81,13 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     ),
     (
         "memscope-bench",
-        &[
-            "memscope-pickle",
-            "memscope-json",
-            "memscope-snapshot",
-            "memscope-fleet",
-        ],
+        &["memscope-pickle", "memscope-snapshot", "memscope-fleet"],
         Browser::NotNative,
     ),
-    (
-        "memscope-analysis",
-        &["memscope-snapshot", "memscope-pickle", "memscope-json"],
-        Browser::Never,
-    ),
+    ("memscope-analysis", &["memscope-snapshot"], Browser::Never),
     (
         "memscope-allocator",
-        &[
-            "memscope-snapshot",
-            "memscope-analysis",
-            "memscope-pickle",
-            "memscope-json",
-        ],
+        &["memscope-snapshot", "memscope-analysis"],
         Browser::Never,
     ),
     // The figures (SVG) the page exports and `memscope plot` writes, from fleet's results
@@ -125,17 +95,11 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     // renderer (glow), which it never calls.
     (
         "memscope-figures",
-        &[
-            "memscope-snapshot",
-            "memscope-fleet",
-            "memscope-render",
-            "memscope-analysis",
-            "memscope-allocator",
-            "memscope-pickle",
-            "memscope-json",
-        ],
+        &["memscope-snapshot", "memscope-fleet", "memscope-render"],
         Browser::NotNative,
     ),
+    // The page's state, messages and effects: web-free, tested natively.
+    ("memscope-page", &["memscope-snapshot"], Browser::Never),
     // The layout is plain Rust; its `gl` module (built for wasm only) draws through glow
     // (WebGL2).
     ("memscope-render", &["memscope-snapshot"], Browser::Allowed),
@@ -174,6 +138,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
             "memscope-analysis",
             "memscope-fleet",
             "memscope-figures",
+            "memscope-page",
         ],
         Browser::Allowed,
     ),
@@ -413,4 +378,101 @@ fn browser_crate_names_match() {
     for name in ["glob", "serde", "memscope-snapshot", "hashbrown"] {
         assert!(!is_browser_crate(name), "{name}");
     }
+}
+
+/// The crate table of ARCHITECTURE.md: per crate, the names in its "may depend on"
+/// column (explanations in parentheses left out).
+fn documented_table() -> BTreeMap<String, BTreeSet<String>> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut table = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("| `memscope-")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        assert_eq!(cells.len(), 3, "a crate row has three cells: {line}");
+        let name = cells[0].split('`').nth(1).unwrap().to_owned();
+        let mut deps = String::new();
+        let mut depth = 0;
+        for c in cells[2].chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => deps.push(c),
+                _ => {}
+            }
+        }
+        let deps: BTreeSet<String> = deps
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty() && *d != "—")
+            .map(str::to_owned)
+            .collect();
+        assert!(
+            table.insert(name.clone(), deps).is_none(),
+            "{name} twice in the table"
+        );
+    }
+    table
+}
+
+#[test]
+fn the_architecture_table_says_what_the_rules_say() {
+    let meta = cargo_metadata(None);
+    let rules = rules();
+    let table = documented_table();
+    let mut problems = Vec::new();
+    let documented: BTreeSet<&str> = table.keys().map(String::as_str).collect();
+    let ruled: BTreeSet<&str> = rules.keys().copied().collect();
+    if documented != ruled {
+        problems.push(format!(
+            "crates in RULES but not in the table: {:?}; in the table but not in RULES: {:?}",
+            ruled.difference(&documented).collect::<Vec<_>>(),
+            documented.difference(&ruled).collect::<Vec<_>>()
+        ));
+    }
+    for package in meta["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let (Some(&(allowed, _)), Some(row)) = (rules.get(name), table.get(name)) else {
+            continue;
+        };
+        // Workspace crates by their short name, as the table writes them.
+        let want: BTreeSet<String> = allowed
+            .iter()
+            .map(|d| d.trim_start_matches("memscope-").to_owned())
+            .collect();
+        let got: BTreeSet<String> = row
+            .iter()
+            .filter(|d| !is_browser_crate(d))
+            .cloned()
+            .collect();
+        if want != got {
+            problems.push(format!(
+                "{name}: the table says {got:?}, RULES say {want:?}"
+            ));
+        }
+        // Browser crates it uses directly (normal dependencies).
+        let used: BTreeSet<String> = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .map(|d| d["name"].as_str().unwrap())
+            .filter(|d| is_browser_crate(d))
+            .map(str::to_owned)
+            .collect();
+        let listed: BTreeSet<String> = row
+            .iter()
+            .filter(|d| is_browser_crate(d))
+            .cloned()
+            .collect();
+        if used != listed {
+            problems.push(format!(
+                "{name}: the table names browser crates {listed:?}, it uses {used:?}"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md's crate table disagrees with crates/snapshot/tests/architecture.rs:\n{}",
+        problems.join("\n")
+    );
 }

@@ -74,11 +74,18 @@ pub fn detail(
     };
     let entry = |e: Option<u32>| e.map(|e| e - allocs.trace.start);
     let (alloc_entry, free_entry) = (entry(alloc_event), entry(free_event));
+    let (alloc_axis_us, free_axis_us) = (
+        alloc_entry.and_then(|k| index.event_time(k)),
+        free_entry.and_then(|k| index.event_time(k)),
+    );
+    // Clipped to the window, as the table counts it (one rule, the device model's).
+    let lifetime_us = index.model().lifetime_us(a).map(|us| us as f64);
     Some(AllocationDetail {
         alloc_entry,
         free_entry,
-        alloc_axis_us: alloc_entry.and_then(|k| index.event_time(k)),
-        free_axis_us: free_entry.and_then(|k| index.event_time(k)),
+        alloc_axis_us,
+        free_axis_us,
+        lifetime_us,
         rank_key,
         device: allocs.device,
         allocation: a,

@@ -140,11 +140,26 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             LensResponse::Reveal(if i < p.index.allocations() {
                 let t = p.index.span(i, Axis::Time);
                 let e = p.index.span(i, Axis::Events);
+                // Where the timeline stacks it halfway through its life (live at
+                // moments start..end): the page zooms y to it when too thin to see.
+                let (start, _, end) = p.analysis.lifetime(id);
+                let middle = start + end.saturating_sub(start).saturating_sub(1) / 2;
+                let band_bytes = p
+                    .analysis
+                    .point(middle)
+                    .rows
+                    .iter()
+                    .find(|r| r.id == id)
+                    .map(|r| {
+                        let lo = r.offset_bytes as f64;
+                        (lo, lo + r.size_bytes as f64)
+                    });
                 RevealAnswer {
                     id,
                     time: (t.start_x, t.end_x),
                     events: (e.start_x, e.end_x),
                     size_bytes: p.index.size_bytes(i),
+                    band_bytes,
                 }
             } else {
                 RevealAnswer {
@@ -152,6 +167,7 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
                     time: (0.0, 0.0),
                     events: (0.0, 0.0),
                     size_bytes: 0,
+                    band_bytes: None,
                 }
             })
         }

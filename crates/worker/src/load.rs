@@ -135,7 +135,7 @@ pub async fn load(
     };
     let cancel_check = || {
         if cancelled.get() {
-            Err("loading was cancelled".to_owned())
+            Err(memscope_protocol::CANCELLED.to_owned())
         } else {
             Ok(())
         }

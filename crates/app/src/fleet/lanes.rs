@@ -387,7 +387,7 @@ pub fn render_rank_lane(app: &mut App) {
         dom::show(&lane, false);
         return;
     };
-    if list.phases.is_empty() || t.view.axis != TimelineAxis::Time {
+    if list.phases.is_empty() || app.page.window.axis != TimelineAxis::Time {
         dom::show(&lane, false);
         attr(&lane, "data-drawn", "0");
         return;
@@ -405,7 +405,7 @@ pub fn render_rank_lane(app: &mut App) {
         "height",
         &format!("{}px", RANK_ROW_PX * f64::from(depth_max + 1)),
     );
-    let (x0, x1) = (t.view.x0, t.view.x1);
+    let (x0, x1) = (app.page.window.x0, app.page.window.x1);
     let width_px = f64::from(lane.client_width()).max(1.0);
     let to_x = |us: i64| us as f64 - info.start_time_us;
     let mut visible: Vec<(f64, f64, &Phase)> = list
@@ -481,11 +481,12 @@ pub fn on_rank_lane_click(app: &mut App, target: &Element) {
     ) else {
         return;
     };
-    let Some(t) = app.timeline.as_mut() else {
-        return;
-    };
     let pad = (x1 - x0).max(1.0) * 0.05;
-    let (y0, y1) = (t.view.y0, t.view.y1);
-    t.zoom_to(x0 - pad, x1 + pad, y0, y1);
-    app.view_changed();
+    let (y0, y1) = (app.page.window.y0, app.page.window.y1);
+    app.dispatch(memscope_page::Msg::ZoomTo {
+        x0: x0 - pad,
+        x1: x1 + pad,
+        y0,
+        y1,
+    });
 }

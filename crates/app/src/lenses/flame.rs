@@ -125,10 +125,10 @@ fn query(app: &App) -> Option<FlameQuery> {
     let top = f64::from(scroll.scroll_top()) * dpr();
     Some(FlameQuery {
         weight: match f.weight {
-            Weight::Live => FlameWeight::Live(app.lenses.moment_target),
+            Weight::Live => FlameWeight::Live(app.page.moment.target),
             Weight::ByteTime => FlameWeight::ByteTime,
         },
-        axis: app.timeline.as_ref().map_or(Axis::Time, |t| t.view.axis),
+        axis: app.page.window.axis,
         orientation: f.orientation,
         order: f.order,
         focus_path: f.focus_path.clone(),
@@ -137,14 +137,14 @@ fn query(app: &App) -> Option<FlameQuery> {
         first_depth: (top / row_px).floor() as u32,
         rows: (f64::from(h) / row_px).ceil() as u32 + 1,
         highlight_search: app.lenses.highlight_source == HighlightSource::Search,
-        selected: app.lenses.selected,
+        selected: app.selected_id(),
         list_limit: LIST_LIMIT,
     })
 }
 
 /// Asks for the flame graph (when its tab is shown; else marks it stale).
 pub fn request(app: &mut App) {
-    if app.lenses.tab != Tab::Flame {
+    if app.page.lens_tab != Tab::Flame {
         app.lenses.flame.stale = true;
         return;
     }
@@ -393,7 +393,7 @@ fn render_chrome(app: &App) {
                 if it.pending_free {
                     append(&b, &el_text("span", "lens-chip pending", "pending free"));
                 }
-                if it.id == app.lenses.selected {
+                if it.id == app.selected_id() {
                     let _ = li.class_list().add_1("selected");
                 }
                 append(&li, &b);

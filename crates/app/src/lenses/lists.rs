@@ -16,7 +16,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, HtmlInputElement, KeyboardEvent, MouseEvent};
 
 use super::vlist::VList;
-use super::{ask, select_and_reveal, set_moment, step, Tab};
+use super::{ask, select_and_reveal, set_moment, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{append, attr, by_id, el, el_text, on};
 
@@ -100,7 +100,7 @@ pub fn on_overview(app: &mut App) {
 
 /// Shows the visible tab's list (asking for the rows it lacks).
 pub fn refresh(app: &mut App) {
-    match app.lenses.tab {
+    match app.page.lens_tab {
         Tab::Events => render_events(app),
         Tab::Table => render_table(app),
         _ => {}
@@ -119,7 +119,7 @@ pub fn on_select(app: &mut App) {
 
 /// The moment changed: its row becomes current.
 pub fn on_moment(app: &mut App) {
-    if app.lenses.tab != Tab::Events {
+    if app.page.lens_tab != Tab::Events {
         return;
     }
     let Some(m) = app.lenses.moment.as_ref().map(|m| m.moment) else {
@@ -142,7 +142,7 @@ fn cell(row: &HtmlElement, class: &str, text: &str) -> HtmlElement {
 
 fn render_events(app: &mut App) {
     let moment = app.lenses.moment.as_ref().map(|m| m.moment);
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     let highlight = app.lenses.highlight.clone();
     let Some(l) = app.lenses.lists.as_ref() else {
         return;
@@ -249,13 +249,13 @@ pub fn on_events(app: &mut App, page: EventsAnswer) {
         l.events.set_total(u64::from(page.total));
         l.events_page = Some(page);
     }
-    if app.lenses.tab == Tab::Events {
+    if app.page.lens_tab == Tab::Events {
         render_events(app);
     }
 }
 
 fn render_table(app: &mut App) {
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     let highlight = app.lenses.highlight.clone();
     let Some(l) = app.lenses.lists.as_ref() else {
         return;
@@ -402,7 +402,7 @@ pub fn on_table(app: &mut App, page: TableAnswer) {
             l.table_page = Some(page);
         }
     }
-    if app.lenses.tab == Tab::Table {
+    if app.page.lens_tab == Tab::Table {
         render_table(app);
     }
 }
@@ -469,32 +469,6 @@ pub fn wire(app: &Shared) {
                 a.select(id as u32);
             }
         });
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("events-grid"),
-            "keydown",
-            move |e: KeyboardEvent| {
-                let mut a = app.borrow_mut();
-                let page = a
-                    .lenses
-                    .lists
-                    .as_ref()
-                    .map_or(10, |l| l.events.page() as i64);
-                let events = a.lenses.overview.as_ref().map_or(0, |o| o.events);
-                match e.key().as_str() {
-                    "ArrowDown" | "ArrowRight" => step(&mut a, 1),
-                    "ArrowUp" | "ArrowLeft" => step(&mut a, -1),
-                    "PageDown" => step(&mut a, page),
-                    "PageUp" => step(&mut a, -page),
-                    "Home" => set_moment(&mut a, At::Moment(0)),
-                    "End" => set_moment(&mut a, At::Moment(events)),
-                    _ => return,
-                }
-                e.prevent_default();
-            },
-        );
     }
     {
         let app = app.clone();

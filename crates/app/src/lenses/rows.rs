@@ -8,11 +8,9 @@
 //! and Ctrl+wheel zooms the memory timeline (all views follow), a click selects the
 //! allocation under the cursor and sets the moment there.
 
-use std::cell::Cell;
-use std::rc::Rc;
-
 use memscope_figures::plot::{segment_name, RowLabel};
 use memscope_figures::{Size, Style};
+use memscope_page::Msg;
 use memscope_protocol::lens::{
     At, LaneHitAnswer, LanesAnswer, LensRequest, Overview, PoolRow, PoolsAnswer, SegmentsAnswer,
 };
@@ -271,7 +269,7 @@ impl Default for Panes {
 const ALL: [Which; 3] = [Which::Segments, Which::Lanes, Which::Pools];
 
 fn visible(app: &App) -> Option<Which> {
-    ALL.into_iter().find(|w| w.tab() == app.lenses.tab)
+    ALL.into_iter().find(|w| w.tab() == app.page.lens_tab)
 }
 
 /// How many rows `which` has.
@@ -288,7 +286,7 @@ fn row_count(app: &App, which: Which) -> u32 {
 
 /// The rows view to lay out for `which` now.
 fn rows_view(app: &App, which: Which) -> Option<RowsView> {
-    let t = app.timeline.as_ref()?;
+    let t = &app.page.window;
     let pane = app.lenses.rows.as_ref()?.get(which);
     let (w, h) = pane.gl.as_ref()?.fit()?;
     let total = row_count(app, which);
@@ -300,9 +298,9 @@ fn rows_view(app: &App, which: Which) -> Option<RowsView> {
     let first = pane.row_at(top).min(total - 1);
     let last = pane.row_at(top + f64::from(h)).min(total - 1);
     Some(RowsView {
-        axis: t.view.axis,
-        x0: t.view.x0,
-        x1: t.view.x1,
+        axis: t.axis,
+        x0: t.x0,
+        x1: t.x1,
         width_px: w,
         first_row: first,
         row_count: last - first + 1,
@@ -326,7 +324,7 @@ fn request(app: &mut App, which: Which) {
         }
         return;
     };
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     let request = match which {
         Which::Segments => LensRequest::Segments { view, selected },
         Which::Lanes => LensRequest::Lanes { view, selected },
@@ -371,7 +369,7 @@ pub fn on_theme_changed(app: &mut App) {
 
 /// The selection changed.
 pub fn on_select(app: &mut App) {
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     if let Some(p) = app.lenses.rows.as_mut() {
         for w in ALL {
             let pane = p.get_mut(w);
@@ -497,9 +495,7 @@ fn size_spacer(app: &App, which: Which) {
 
 /// Redraws `which` through the timeline's current view, with labels and markers.
 fn draw(app: &mut App, which: Which) {
-    let Some(v) = app.timeline.as_ref().map(|t| t.view) else {
-        return;
-    };
+    let v = app.page.window;
     let Some(p) = app.lenses.rows.as_mut() else {
         return;
     };
@@ -647,7 +643,8 @@ pub fn figure(app: &App, segments: bool, title: &str, style: &Style, size: Size)
             })
         })
         .collect();
-    let axis = app.timeline.as_ref()?.view.axis;
+    app.timeline.as_ref()?;
+    let axis = app.page.window.axis;
     let plot = memscope_figures::plot::rows(title, strips, gl.under_strips.as_ref(), rows, axis);
     Some(memscope_figures::plot::svg(&plot, style, size))
 }
@@ -732,8 +729,8 @@ fn took(app: &mut App, which: Which) {
                 .map_or(0, |s| s.len())
                 .to_string(),
         );
-        let v = app.timeline.as_ref().map(|t| t.view);
-        if let Some(v) = v {
+        {
+            let v = app.page.window;
             attr(&pane.scroll, "data-x0", &v.x0.to_string());
             attr(&pane.scroll, "data-x1", &v.x1.to_string());
         }
@@ -874,7 +871,7 @@ fn show_hover(pane: &Pane, text: &str) {
 
 /// Data x (timeline axis) and device-px y (from the top of row 0) under a client point.
 fn data_at(app: &App, pane: &Pane, cx: f64, cy: f64) -> Option<(f64, f64)> {
-    let v = app.timeline.as_ref()?.view;
+    let v = app.page.window;
     let canvas = pane.gl.as_ref()?.canvas();
     let r = canvas.get_bounding_client_rect();
     let fx = (cx - r.left()) / r.width().max(1.0);
@@ -976,8 +973,8 @@ fn hover(app: &mut App, which: Which, cx: f64, cy: f64) {
 }
 
 /// What a drag on a rows canvas is doing.
-#[derive(Clone, Copy)]
-struct Drag {
+#[derive(Clone, Copy, Debug)]
+pub struct RowsDrag {
     which: Which,
     last_x: f64,
     start: (f64, f64),
@@ -986,7 +983,6 @@ struct Drag {
 
 /// Wires the three panes: scroll, drag to pan, Ctrl+wheel to zoom, click, hover.
 pub fn wire(app: &Shared) {
-    let drag: Rc<Cell<Option<Drag>>> = Rc::default();
     for which in ALL {
         let (scroll, canvas) = {
             let a = app.borrow();
@@ -1009,34 +1005,33 @@ pub fn wire(app: &Shared) {
             });
         }
         {
-            let drag = drag.clone();
+            let app = app.clone();
             on(&canvas, "mousedown", move |e: MouseEvent| {
                 if e.button() != 0 {
                     return;
                 }
                 e.prevent_default();
                 let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-                drag.set(Some(Drag {
+                app.borrow_mut().drag = crate::input::Drag::Rows(RowsDrag {
                     which,
                     last_x: cx,
                     start: (cx, cy),
                     moved: false,
-                }));
+                });
             });
         }
         {
             let app = app.clone();
-            let drag = drag.clone();
             on(&canvas, "mousemove", move |e: MouseEvent| {
-                if drag.get().is_some() {
-                    return;
+                let mut a = app.borrow_mut();
+                if matches!(a.drag, crate::input::Drag::None) {
+                    hover(
+                        &mut a,
+                        which,
+                        f64::from(e.client_x()),
+                        f64::from(e.client_y()),
+                    );
                 }
-                hover(
-                    &mut app.borrow_mut(),
-                    which,
-                    f64::from(e.client_x()),
-                    f64::from(e.client_y()),
-                );
             });
         }
         {
@@ -1068,99 +1063,66 @@ pub fn wire(app: &Shared) {
                     .as_ref()
                     .and_then(|p| data_at(&a, p.get(which), cx, f64::from(e.client_y())))
                     .map(|(x, _)| x);
-                let Some(t) = a.timeline.as_mut() else { return };
-                if e.ctrl_key() || e.meta_key() {
+                if let Some(msg) = crate::input::wheel_msg(&e, x) {
                     e.prevent_default();
-                    if let Some(x) = x {
-                        t.zoom_x((e.delta_y() / 300.0).exp(), x);
-                    }
-                } else if e.shift_key() || e.delta_x().abs() > e.delta_y().abs() {
-                    e.prevent_default();
-                    let d = if e.delta_x().abs() > 0.0 {
-                        e.delta_x()
-                    } else {
-                        e.delta_y()
-                    };
-                    t.pan_x(d / 1000.0);
-                } else {
-                    return;
+                    a.dispatch(msg);
                 }
-                a.view_changed();
             });
         }
         {
             let app = app.clone();
             on(&canvas, "dblclick", move |_: MouseEvent| {
-                let mut a = app.borrow_mut();
-                if let Some(t) = a.timeline.as_mut() {
-                    t.fit();
-                }
-                a.view_changed();
+                app.borrow_mut().dispatch(Msg::Fit)
             });
         }
     }
-    {
-        let app = app.clone();
-        let drag = drag.clone();
-        on(&dom::window(), "mousemove", move |e: MouseEvent| {
-            let Some(mut d) = drag.get() else { return };
-            let cx = f64::from(e.client_x());
-            let cy = f64::from(e.client_y());
-            if !d.moved && (cx - d.start.0).abs() + (cy - d.start.1).abs() <= 3.0 {
-                return;
-            }
-            d.moved = true;
-            let mut a = app.borrow_mut();
-            let width = a
-                .lenses
-                .rows
-                .as_ref()
-                .and_then(|p| p.get(d.which).gl.as_ref())
-                .map_or(1.0, |g| f64::from(g.canvas().client_width()).max(1.0));
-            if let Some(t) = a.timeline.as_mut() {
-                let dx = (cx - d.last_x) / width * (t.view.x1 - t.view.x0);
-                t.pan_by(-dx, 0.0);
-            }
-            d.last_x = cx;
-            drag.set(Some(d));
-            a.view_changed();
-        });
+}
+
+/// The pointer moved during a drag that started on a rows canvas: pan.
+pub fn drag_move(a: &mut App, mut d: RowsDrag, cx: f64, cy: f64) {
+    if !d.moved && (cx - d.start.0).abs() + (cy - d.start.1).abs() <= 3.0 {
+        return;
     }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mouseup", move |e: MouseEvent| {
-            let Some(d) = drag.take() else { return };
-            if d.moved {
-                return;
-            }
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let mut a = app.borrow_mut();
-            let Some((x, y)) = a
-                .lenses
-                .rows
-                .as_ref()
-                .and_then(|p| data_at(&a, p.get(d.which), cx, cy))
-            else {
-                return;
-            };
-            let hit = a
-                .lenses
-                .rows
-                .as_ref()
-                .and_then(|p| p.get(d.which).gl.as_ref())
-                .and_then(|g| g.hit(x, y));
-            if let Some((_, id)) = hit {
-                if id != AGGREGATE_ID {
-                    a.select(id);
-                }
-            }
-            let axis = match a.timeline.as_ref() {
-                Some(t) => t.view.axis,
-                None => return,
-            };
-            set_moment(&mut a, At::X { axis, x });
-        });
+    d.moved = true;
+    let width = a
+        .lenses
+        .rows
+        .as_ref()
+        .and_then(|p| p.get(d.which).gl.as_ref())
+        .map_or(1.0, |g| f64::from(g.canvas().client_width()).max(1.0));
+    let dx = (cx - d.last_x) / width * a.page.window.span();
+    d.last_x = cx;
+    a.drag = crate::input::Drag::Rows(d);
+    a.dispatch(Msg::PanBy { dx: -dx, dy: 0.0 });
+}
+
+/// A drag that started on a rows canvas ended: without a move, a click that selects
+/// what is under it and sets the moment there.
+pub fn drag_end(a: &mut App, d: RowsDrag, cx: f64, cy: f64) {
+    if d.moved {
+        return;
     }
+    let Some((x, y)) = a
+        .lenses
+        .rows
+        .as_ref()
+        .and_then(|p| data_at(a, p.get(d.which), cx, cy))
+    else {
+        return;
+    };
+    let hit = a
+        .lenses
+        .rows
+        .as_ref()
+        .and_then(|p| p.get(d.which).gl.as_ref())
+        .and_then(|g| g.hit(x, y));
+    if let Some((_, id)) = hit {
+        if id != AGGREGATE_ID {
+            a.select(id);
+        }
+    }
+    let axis = a.page.window.axis;
+    set_moment(a, At::X { axis, x });
 }
 
 /// Facts for `window.memscope.lenses()`.
@@ -1213,7 +1175,7 @@ pub fn locate(app: &App, name: &str, id: u32) -> Option<(f64, f64)> {
     let pane = p.get(which);
     let gl = pane.gl.as_ref()?;
     let s = gl.strips.as_ref()?;
-    let v = app.timeline.as_ref()?.view;
+    let v = app.page.window;
     let top = pane.scroll_px();
     let (_, h) = gl.fit()?;
     let bottom = top + f64::from(h);

@@ -144,10 +144,10 @@ pub fn render(app: &mut App) {
 pub fn place_ooms(app: &App) {
     let layer: HtmlElement = by_id("oom-marks");
     clear(&layer);
-    let (Some(o), Some(t)) = (app.lenses.overview.as_ref(), app.timeline.as_ref()) else {
+    let Some(o) = app.lenses.overview.as_ref() else {
         return;
     };
-    let v = t.view;
+    let v = app.page.window;
     for (i, m) in o.ooms.iter().enumerate() {
         let x = match v.axis {
             Axis::Time => m.x_time,

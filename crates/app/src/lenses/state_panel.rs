@@ -244,7 +244,7 @@ pub fn render(app: &mut App) {
 /// Chooses the segment holding the selected allocation (if live) and scrolls the lists
 /// to it.
 fn choose_selected(app: &mut App) {
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     let (Some(panel), Some(m)) = (app.lenses.panel.as_mut(), app.lenses.moment.as_ref()) else {
         return;
     };
@@ -320,7 +320,7 @@ fn render_segments(app: &App) {
         return;
     };
     let (first, count) = panel.segments.visible();
-    let selected = app.lenses.selected;
+    let selected = app.selected_id();
     let mut rows = Vec::new();
     for i in first..first + count {
         let Some(s) = m.state.segments.get(i as usize) else {
@@ -406,7 +406,7 @@ fn segment_map(app: &App, s: &memscope_analysis::SegmentView) -> HtmlElement {
                 *slot = (cover, Some(colour));
             }
         }
-        if b.id == app.lenses.selected {
+        if b.id == app.selected_id() {
             selected = Some((x0.min(w - 1.0), x1.min(w)));
         }
     }
@@ -529,7 +529,7 @@ fn render_blocks(app: &App) {
                 let line2 = el_text("div", "block-site", &format!("#{} · {site}", b.id));
                 attr(&line2, "title", &site);
                 append(&row, &line2);
-                if b.id == app.lenses.selected {
+                if b.id == app.selected_id() {
                     let _ = row.class_list().add_1("selected");
                 }
                 if app
@@ -612,7 +612,7 @@ fn render_point(app: &App) {
         if r.pending_free {
             let _ = row.class_list().add_1("pending");
         }
-        if r.id == app.lenses.selected {
+        if r.id == app.selected_id() {
             let _ = row.class_list().add_1("selected");
         }
         if app
@@ -650,15 +650,24 @@ fn group(title: &str, key: &str, g: &RangeGroup) -> HtmlElement {
     );
     attr(&h, "title", &format!("{} bytes", format_count(g.bytes)));
     append(&section, &h);
-    if !g.top_stacks.is_empty() {
+    if !g.top_sites.is_empty() {
         let ol = el("ol", "range-stacks");
-        for s in &g.top_stacks {
+        for s in &g.top_sites {
             let li = el("li", "");
             let label = el_text("span", "site", &s.call_site);
+            attr(&label, "data-site", &s.site.to_string());
             attr(
                 &label,
                 "title",
-                &format!("stack {} · {}", s.stack, s.call_site),
+                &format!(
+                    "{} · {}",
+                    s.call_site,
+                    if s.stacks == 1 {
+                        "1 stack".to_owned()
+                    } else {
+                        format!("{} stacks with this call site", s.stacks)
+                    }
+                ),
             );
             append(&li, &label);
             append(

@@ -252,11 +252,11 @@ pub fn place(app: &App) {
         .as_ref()
         .zip(app.lenses.whatif.shown)
         .and_then(|(a, i)| a.rows.get(i));
-    let (Some(row), Some(t)) = (row, app.timeline.as_ref()) else {
+    let Some(row) = row else {
         dom::show(&layer, false);
         return;
     };
-    let v = t.view;
+    let v = app.page.window;
     let (xs, oom_x) = match v.axis {
         Axis::Time => (&row.curve_time_x, row.first_oom_time_x),
         // The event axis gives each entry a slot; a moment's state shows in its middle.

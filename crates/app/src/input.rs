@@ -1,0 +1,417 @@
+//! The page's input routers: one listener per DOM event type that several views
+//! share (`keydown` on the document, `mousemove` and `mouseup` on the window), each a
+//! translation of the event into a [`Msg`] for the page model or into the one drag in
+//! progress ([`Drag`]). Which view handles a key depends on where the keyboard is
+//! ([`memscope_page::keys::Focus`]), never on the order listeners were added in; the
+//! bindings themselves are the page model's ([`memscope_page::keys`]).
+//!
+//! Also here: the memory timeline's own pointer input (press, wheel, double click,
+//! hover) and its toolbar (axis, y scale, fit).
+
+use memscope_page::keys::{Focus, KeyPress};
+use memscope_page::{Axis, Msg};
+use wasm_bindgen::JsCast;
+use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent, WheelEvent};
+
+use crate::app::{App, Shared};
+use crate::dom::{self, attr, by_id, on};
+use crate::lenses;
+use crate::timeline::Hit;
+
+/// The pointer drag in progress, whichever view it started on.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Drag {
+    /// None.
+    #[default]
+    None,
+    /// Panning the memory timeline from the last client position.
+    Pan {
+        /// Last client x.
+        x: f64,
+        /// Last client y.
+        y: f64,
+        /// Moved past the click tolerance.
+        moved: bool,
+    },
+    /// Box zoom on the memory timeline from a data-space corner (client start kept for
+    /// drawing).
+    Box {
+        /// Data x of the first corner.
+        x0: f64,
+        /// Data y of the first corner.
+        y0: f64,
+        /// Client x of the first corner.
+        cx: f64,
+        /// Client y of the first corner.
+        cy: f64,
+    },
+    /// A range on the ruler (the x axis) from client `sx`, data `x0`.
+    Ruler {
+        /// Client x where it started.
+        sx: f64,
+        /// Data x where it started.
+        x0: f64,
+    },
+    /// Panning a rows canvas under the timeline.
+    Rows(lenses::rows::RowsDrag),
+}
+
+/// Where the keyboard is, from the element a key event went to.
+fn focus_of(target: Option<web_sys::EventTarget>) -> Focus {
+    let Some(e) = target.and_then(|t| t.dyn_into::<Element>().ok()) else {
+        return Focus::Page;
+    };
+    if e.id() == "search" {
+        return Focus::Search;
+    }
+    if matches!(e.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA") {
+        return Focus::Field;
+    }
+    let within = |selector: &str| e.closest(selector).ok().flatten();
+    if within("#lens-tabs").is_some() {
+        return Focus::LensTabs;
+    }
+    if within("#events-grid").is_some() {
+        return Focus::EventsGrid;
+    }
+    if within("[role=grid],[role=tablist],[role=listbox]").is_some() {
+        return Focus::OtherGrid;
+    }
+    Focus::Page
+}
+
+/// The wheel over a timeline canvas: Ctrl/Cmd zooms around data x `at`, a horizontal
+/// (or Shift) wheel pans; a plain vertical wheel scrolls the page.
+pub fn wheel_msg(e: &WheelEvent, at: Option<f64>) -> Option<Msg> {
+    if e.ctrl_key() || e.meta_key() {
+        Some(Msg::ZoomX {
+            factor: (e.delta_y() / 300.0).exp(),
+            at: Some(at?),
+        })
+    } else if e.shift_key() || e.delta_x().abs() > e.delta_y().abs() {
+        let delta = if e.delta_x().abs() > 0.0 {
+            e.delta_x()
+        } else {
+            e.delta_y()
+        };
+        Some(Msg::PanX(delta / 1000.0))
+    } else {
+        None
+    }
+}
+
+/// Wires the routers and the memory timeline's input.
+pub fn wire(app: &Shared) {
+    {
+        let app = app.clone();
+        on(&dom::document(), "keydown", move |e: KeyboardEvent| {
+            let mut a = app.borrow_mut();
+            let list_page = a
+                .lenses
+                .lists
+                .as_ref()
+                .map_or(10, |l| l.events.page() as i64);
+            let press = KeyPress {
+                code: e.code(),
+                key: e.key(),
+                shift: e.shift_key(),
+                modifier: e.ctrl_key() || e.meta_key() || e.alt_key(),
+            };
+            let effects = memscope_page::update(
+                &mut a.page,
+                Msg::Key {
+                    press,
+                    focus: focus_of(e.target()),
+                    list_page,
+                },
+            );
+            if !effects.0.is_empty() {
+                e.prevent_default();
+            }
+            a.run(effects);
+        });
+    }
+    {
+        let app = app.clone();
+        on(&dom::window(), "mousemove", move |e: MouseEvent| {
+            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+            let mut a = app.borrow_mut();
+            match a.drag {
+                Drag::None => hover(&mut a, cx, cy, &e),
+                Drag::Pan { x, y, moved } => {
+                    if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
+                        return;
+                    }
+                    let Some(t) = a.timeline.as_ref() else { return };
+                    let w = a.page.window;
+                    let (ax, ay) = t.data_at(&w, x, y);
+                    let (bx, by) = t.data_at(&w, cx, cy);
+                    a.drag = Drag::Pan {
+                        x: cx,
+                        y: cy,
+                        moved: true,
+                    };
+                    a.dispatch(Msg::PanBy {
+                        dx: ax - bx,
+                        dy: ay - by,
+                    });
+                }
+                Drag::Box { cx: sx, cy: sy, .. } => draw_box(sx, sy, cx, cy),
+                Drag::Ruler { sx, x0 } => lenses::ruler_move(&a, sx, x0, cx),
+                Drag::Rows(d) => lenses::rows::drag_move(&mut a, d, cx, cy),
+            }
+        });
+    }
+    {
+        let app = app.clone();
+        on(&dom::window(), "mouseup", move |e: MouseEvent| {
+            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+            let mut a = app.borrow_mut();
+            match std::mem::take(&mut a.drag) {
+                Drag::None => {}
+                Drag::Box {
+                    x0,
+                    y0,
+                    cx: sx,
+                    cy: sy,
+                } => {
+                    dom::show(&by_id("box"), false);
+                    if (cx - sx).abs() > 4.0 && (cy - sy).abs() > 4.0 {
+                        let Some(t) = a.timeline.as_ref() else { return };
+                        let (x1, y1) = t.data_at(&a.page.window, cx, cy);
+                        a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
+                    }
+                }
+                Drag::Pan { moved: true, .. } => {}
+                Drag::Pan { moved: false, .. } => click(&mut a, cx, cy),
+                Drag::Ruler { sx, x0 } => lenses::ruler_end(&mut a, sx, x0, cx),
+                Drag::Rows(d) => lenses::rows::drag_end(&mut a, d, cx, cy),
+            }
+        });
+    }
+    let Some(canvas) = app.borrow().timeline.as_ref().map(|t| t.canvas().clone()) else {
+        return;
+    };
+    {
+        let app = app.clone();
+        on(&canvas, "mousedown", move |e: MouseEvent| {
+            if e.button() != 0 {
+                return;
+            }
+            e.prevent_default();
+            let mut a = app.borrow_mut();
+            let Some(t) = a.timeline.as_ref() else {
+                return;
+            };
+            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+            a.drag = if e.alt_key() {
+                let (x0, y0) = t.data_at(&a.page.window, cx, cy);
+                Drag::Box { x0, y0, cx, cy }
+            } else {
+                Drag::Pan {
+                    x: cx,
+                    y: cy,
+                    moved: false,
+                }
+            };
+        });
+    }
+    {
+        let app = app.clone();
+        on(&canvas, "dblclick", move |_: MouseEvent| {
+            app.borrow_mut().dispatch(Msg::Fit)
+        });
+    }
+    {
+        let app = app.clone();
+        on(&canvas, "wheel", move |e: WheelEvent| {
+            let mut a = app.borrow_mut();
+            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+            let at = a
+                .timeline
+                .as_ref()
+                .map(|t| t.data_at(&a.page.window, cx, cy).0);
+            if let Some(msg) = wheel_msg(&e, at) {
+                e.prevent_default();
+                a.dispatch(msg);
+            }
+        });
+    }
+    for (id, msg) in [
+        ("axis-toggle", Msg::ToggleAxis),
+        ("y-scale", Msg::ToggleYScale),
+        ("fit", Msg::Fit),
+    ] {
+        let app = app.clone();
+        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
+            app.borrow_mut().dispatch(msg.clone())
+        });
+    }
+    {
+        let app = app.clone();
+        on(&dom::window(), "resize", move |_: Event| {
+            app.borrow_mut().resized()
+        });
+    }
+    {
+        // The lens pane is resizable by its corner: its canvases take the new size.
+        let app = app.clone();
+        let resized = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+            // Observers report between tasks, when no handler holds the page.
+            app.borrow_mut().resized();
+        });
+        if let Ok(observer) = web_sys::ResizeObserver::new(resized.as_ref().unchecked_ref()) {
+            observer.observe(&by_id::<HtmlElement>("lenses"));
+        }
+        // Page-lifetime observer.
+        resized.forget();
+    }
+}
+
+/// A click (press and release without a move) on the memory timeline: select the
+/// allocation under the cursor and set the moment there, or zoom to the aggregate.
+fn click(a: &mut App, cx: f64, cy: f64) {
+    let Some(t) = a.timeline.as_ref() else { return };
+    let w = a.page.window;
+    let (x, y) = t.data_at(&w, cx, cy);
+    match t.hit(&w, x, y) {
+        Some(Hit::Aggregate(i)) => {
+            if let Some([x0, x1, y0, y1]) = t.aggregate_box(i) {
+                a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
+            }
+        }
+        Some(Hit::Allocation(id)) => a.dispatch(Msg::Select(Some(id))),
+        None => a.dispatch(Msg::Select(None)),
+    }
+    lenses::set_moment_at_x(a, x);
+}
+
+/// A drag in progress is abandoned (Esc).
+pub fn cancel_drag(a: &mut App) {
+    a.drag = Drag::None;
+    dom::show(&by_id("box"), false);
+    if a.page.range.is_none() {
+        dom::show(&by_id("range-shade"), false);
+    }
+}
+
+/// The axis toggle says which axis is shown.
+pub fn render_axis(a: &App) {
+    let label = match a.page.window.axis {
+        Axis::Time => "x: time",
+        Axis::Events => "x: events",
+    };
+    by_id::<HtmlElement>("axis-toggle").set_text_content(Some(label));
+}
+
+/// The y-scale toggle says what y is fitted to.
+pub fn render_y_scale(a: &App) {
+    let name = a.page.y_scale.name();
+    by_id::<HtmlElement>("y-scale").set_text_content(Some(&format!("y: {name}")));
+    attr(&by_id::<HtmlElement>("plot"), "data-y-scale", name);
+}
+
+/// Shows the hover readout and outlines the allocation under the cursor.
+fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
+    let readout: HtmlElement = by_id("hover");
+    let w = app.page.window;
+    let Some(t) = app.timeline.as_mut() else {
+        return;
+    };
+    let inside = e
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|el| el.id() == "canvas");
+    if !inside || t.device.is_none() {
+        dom::show(&readout, false);
+        attr(&readout, "data-hit", "");
+        if t.hovered != memscope_render::gl::NO_ID {
+            t.hovered = memscope_render::gl::NO_ID;
+            app.schedule_redraw();
+        }
+        return;
+    }
+    let (x, y) = t.data_at(&w, cx, cy);
+    let hit = t.hit(&w, x, y);
+    let hit_id = t.hit_id(hit);
+    let outline_changed = hit_id != t.hovered;
+    t.hovered = hit_id;
+    let Some((_, _, info)) = &t.device else {
+        return;
+    };
+    let mut lines = Vec::new();
+    match w.axis {
+        Axis::Time => {
+            lines.push(memscope_snapshot::units::format_duration_us(
+                x.round() as i64
+            ));
+            if info.start_time_us > 0.0 {
+                let date = js_sys::Date::new(&((info.start_time_us + x) / 1000.0).into());
+                lines.push(String::from(date.to_iso_string()));
+            }
+        }
+        Axis::Events => lines.push(format!("entry #{}", x.max(0.0).floor() as u64)),
+    }
+    lines.push(memscope_snapshot::units::format_bytes(y.max(0.0) as u64));
+    // What is under the cursor, for tests and scripts as well as the eye.
+    for name in [
+        "data-allocation",
+        "data-aggregate-allocations",
+        "data-aggregate-bytes",
+        "data-aggregate-site",
+        "data-aggregate-colour",
+        "data-aggregate-window",
+    ] {
+        let _ = readout.remove_attribute(name);
+    }
+    match hit {
+        Some(Hit::Allocation(id)) => {
+            lines.push(format!("allocation #{id} — click for details"));
+            attr(&readout, "data-hit", "allocation");
+            attr(&readout, "data-allocation", &id.to_string());
+        }
+        Some(Hit::Aggregate(i)) => {
+            lines.extend(t.describe_aggregate(i));
+            attr(&readout, "data-hit", "aggregate");
+            if let Some(a) = t.shown.as_ref().and_then(|s| s.aggregates.get(i)) {
+                attr(
+                    &readout,
+                    "data-aggregate-allocations",
+                    &a.allocations.to_string(),
+                );
+                attr(&readout, "data-aggregate-bytes", &a.bytes.to_string());
+                attr(
+                    &readout,
+                    "data-aggregate-window",
+                    &format!("{} {}", a.window_lo_bytes, a.window_hi_bytes),
+                );
+                // The call site whose colour is drawn there, and that colour (none:
+                // grey, sites mixed).
+                if let Some((label, colour)) =
+                    t.shown.as_ref().and_then(|s| s.sites.get(&a.colour_site))
+                {
+                    attr(&readout, "data-aggregate-site", label);
+                    let [r, g, b, _] = colour.to_le_bytes();
+                    attr(&readout, "data-aggregate-colour", &format!("{r},{g},{b}"));
+                }
+            }
+        }
+        None => attr(&readout, "data-hit", ""),
+    }
+    readout.set_text_content(Some(&lines.join("\n")));
+    dom::show_tooltip(&readout, &by_id::<HtmlElement>("plot"), cx, cy);
+    if outline_changed {
+        app.schedule_redraw();
+    }
+}
+
+fn draw_box(sx: f64, sy: f64, cx: f64, cy: f64) {
+    let bx: HtmlElement = by_id("box");
+    let plot: HtmlElement = by_id("plot");
+    let r = plot.get_bounding_client_rect();
+    dom::style(&bx, "left", &format!("{}px", sx.min(cx) - r.left()));
+    dom::style(&bx, "top", &format!("{}px", sy.min(cy) - r.top()));
+    dom::style(&bx, "width", &format!("{}px", (cx - sx).abs()));
+    dom::style(&bx, "height", &format!("{}px", (cy - sy).abs()));
+    dom::show(&bx, true);
+}
