@@ -303,6 +303,10 @@ struct FreshRun {
     kind: ContainerKind,
 }
 
+/// Containers open at once up to which a memoized container gets its slot when it is
+/// memoized (real snapshots nest about 6 deep), not when it is first filled.
+const EAGER_SLOTS: usize = 1024;
+
 /// Consecutive memo entries of fresh containers that start a run.
 const RUN_MIN: u32 = 8;
 
@@ -711,7 +715,7 @@ impl SnapshotBuilder {
 
     fn rewrite_memo(&mut self, index: u32, h: Handle, result: V) {
         if let Some(entry) = self.memo.get_mut(index) {
-            if *entry == V::Open(h) {
+            if matches!(*entry, V::Open(e) if e == h) {
                 *entry = result;
             }
         }
@@ -721,8 +725,8 @@ impl SnapshotBuilder {
         let id = u32::try_from(self.gens.len())
             .map_err(|_| invalid("more than 4 billion containers"))?;
         self.unread_payload_bytes += items.capacity() * size_of::<V>();
-        self.gens.push(GenNode { kind, depth, items });
         self.check_unread_budget()?;
+        self.gens.push(GenNode { kind, depth, items });
         Ok(V::Gen(id))
     }
 
@@ -738,10 +742,20 @@ impl SnapshotBuilder {
     /// [`check_unread_budget`](Self::check_unread_budget) with `open_bytes` more, held
     /// by a container still being filled.
     fn check_unread_budget_with(&self, open_bytes: usize) -> Result<(), BuildError> {
+        // The stores as they will be after one more value: checked before a store
+        // doubles, so the budget holds for what is allocated, not only for what is used.
+        fn room<T>(store: &Vec<T>) -> usize {
+            let capacity = if store.len() == store.capacity() {
+                (store.capacity() * 2).max(4)
+            } else {
+                store.capacity()
+            };
+            capacity * size_of::<T>()
+        }
         let held = open_bytes
-            + self.gens.capacity() * size_of::<GenNode>()
-            + self.bigs.capacity() * size_of::<BigInt>()
-            + self.bytes.capacity() * size_of::<Box<[u8]>>()
+            + room(&self.gens)
+            + room(&self.bigs)
+            + room(&self.bytes)
             + self.unread_payload_bytes;
         if held > UNREAD_BUDGET_BYTES {
             return Err(BuildError::OverBudget {
@@ -1770,8 +1784,8 @@ impl Builder for SnapshotBuilder {
             self.unread_payload_bytes += le.len();
             BigInt::Huge(le.into())
         };
-        self.bigs.push(big);
         self.check_unread_budget()?;
+        self.bigs.push(big);
         Ok(V::Big(id))
     }
 
@@ -1787,8 +1801,8 @@ impl Builder for SnapshotBuilder {
     fn bytes(&mut self, value: &[u8], _kind: BytesKind) -> Result<V, BuildError> {
         let id = u32::try_from(self.bytes.len()).map_err(|_| invalid("too many byte strings"))?;
         self.unread_payload_bytes += value.len();
-        self.bytes.push(value.into());
         self.check_unread_budget()?;
+        self.bytes.push(value.into());
         Ok(V::Bytes(id))
     }
 
@@ -1830,7 +1844,7 @@ impl Builder for SnapshotBuilder {
     }
 
     fn is_skipped(&self, value: &V) -> bool {
-        *value == V::Skipped
+        matches!(value, V::Skipped)
     }
 
     #[inline]
@@ -1870,6 +1884,15 @@ impl Builder for SnapshotBuilder {
             V::Skipped => {
                 self.memo.put_run(index, V::Skipped);
                 return Ok(());
+            }
+            V::Fresh(kind, serial, NONE)
+                if self.slots.len() - self.free_slots.len() < EAGER_SLOTS =>
+            {
+                // Memoized for the first time, its only handle is this one: it gets its
+                // slot now, as every container of a real snapshot (created, memoized,
+                // filled), so the memo is written once. Only a file that leaves
+                // thousands of containers open (on the stack) takes the lazy path below.
+                *value = self.pin_fresh(kind, serial, NONE)?;
             }
             V::Fresh(kind, serial, before) => {
                 if before != NONE {
@@ -2063,12 +2086,13 @@ impl SnapshotBuilder {
                 return;
             }
         }
-        let before = |k: u32| match (index.checked_sub(k), serial.checked_sub(k)) {
-            (Some(i), Some(s)) => Some(V::Fresh(kind, s, i)),
-            _ => None,
-        };
-        let starts_run = (1..RUN_MIN)
-            .all(|k| before(k).is_some_and(|want| self.memo.get(index - k) == Some(&want)));
+        // The RUN_MIN - 1 entries before hold the serials before, of the same kind.
+        let starts_run = index >= RUN_MIN - 1
+            && serial >= RUN_MIN - 1
+            && (1..RUN_MIN).all(|k| {
+                matches!(self.memo.get(index - k),
+                    Some(&V::Fresh(k2, s, i)) if k2 == kind && s == serial - k && i == index - k)
+            });
         if starts_run {
             let first = index + 1 - RUN_MIN;
             for k in (first..index).rev() {

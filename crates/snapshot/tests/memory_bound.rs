@@ -19,8 +19,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use memscope_pickle::{scan::ScanBuilder, Parser};
-use memscope_snapshot::load_bytes;
+use memscope_snapshot::Loader;
 
 struct Counting;
 
@@ -75,16 +74,16 @@ const N: usize = 10_000_000;
 /// inputs would count in another's measurement.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Loads `data`; returns (peak heap above the start, heap the result keeps, opcodes)
-/// and whether it loaded (or the error).
+/// Loads `data`; returns (peak heap above the start, heap the result keeps, opcodes
+/// decoded — up to the error, if the file is refused) and whether it loaded (or the
+/// error).
 fn measure(data: &[u8]) -> (usize, usize, u64, Result<(), String>) {
-    let mut scan = Parser::new(ScanBuilder::default());
-    let _ = scan.feed(data);
-    let opcodes = scan.opcodes();
-    drop(scan);
     let start = LIVE.load(Ordering::Relaxed);
     PEAK.store(start, Ordering::Relaxed);
-    let result = load_bytes(data);
+    let mut loader = Loader::new().with_total_len(data.len() as u64);
+    let fed = loader.feed(data);
+    let opcodes = loader.decoded_steps();
+    let result = fed.and_then(|_| loader.finish());
     let peak = PEAK.load(Ordering::Relaxed) - start;
     let kept = LIVE.load(Ordering::Relaxed).saturating_sub(start);
     let outcome = result.map(drop).map_err(|e| e.to_string());
