@@ -6,7 +6,8 @@
 //! file that cannot be read is reported as `summary` does — an `{"file", "error"}` line
 //! with `--json`, a line after the table without — the others still count, and the exit
 //! status is 1; so is a file with nothing to show. A file's warnings are printed after
-//! the table, and with `ranks --json` as a `warnings` array on each of its lines.
+//! the table, and with `--json` as a `warnings` array on each line about the file
+//! (`ranks`, `anomalies`, error lines), and on each side of `compare`.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -57,19 +58,20 @@ pub(crate) fn report(files: &[PathBuf], threads: Option<usize>) -> io::Result<bo
 /// Loaded reports of every readable file, and what went wrong with the others.
 struct Loaded {
     reports: Vec<RankReport>,
-    /// `(base name, message)` of files that could not be read.
-    errors: Vec<(String, String)>,
+    /// Files that could not be read or have nothing to show.
+    errors: Vec<FileError>,
     /// `(base name, message)` of readable files with something odd.
     notes: Vec<(String, String)>,
-    /// `(base name, warnings)` of every readable file.
+    /// `(path as given, warnings)` of every readable file: two files of one base name
+    /// in different folders keep their own.
     warnings: Vec<(String, Vec<Warning>)>,
 }
 
 impl Loaded {
-    fn warnings_of(&self, file: &str) -> &[Warning] {
+    fn warnings_of(&self, path: &str) -> &[Warning] {
         self.warnings
             .iter()
-            .find(|(f, _)| f == file)
+            .find(|(p, _)| p == path)
             .map_or(&[], |(_, w)| w.as_slice())
     }
 }
@@ -100,39 +102,54 @@ fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {
                         .notes
                         .push((base.clone(), format!("{} (×{})", w.message, w.count)));
                 }
-                loaded.warnings.push((base.clone(), warnings));
+                loaded.warnings.push((name.clone().into_owned(), warnings));
                 let models = RankModel::all(&name, &snap);
                 if models.is_empty() {
-                    loaded
-                        .errors
-                        .push((base.clone(), NOTHING_TO_SHOW.to_owned()));
+                    loaded.errors.push(FileError {
+                        path: name.clone().into_owned(),
+                        file: base.clone(),
+                        error: NOTHING_TO_SHOW.to_owned(),
+                    });
                 }
                 for model in &models {
                     loaded.reports.push(RankReport::new(&snap, model, th));
                 }
             }
-            Err(error) => loaded.errors.push((base, error)),
+            Err(error) => loaded.errors.push(FileError {
+                path: name.into_owned(),
+                file: base,
+                error,
+            }),
         }
     }
     loaded
 }
 
+/// A file that gave no rank: it could not be read, or had nothing to show.
+struct FileError {
+    /// The path as given.
+    path: String,
+    /// Its base name (what lines print).
+    file: String,
+    error: String,
+}
+
 fn print_errors(
     out: &mut impl Write,
-    errors: &[(String, String)],
+    errors: &[FileError],
     loaded: Option<&Loaded>,
     json: bool,
 ) -> io::Result<()> {
-    for (file, error) in errors {
+    for e in errors {
         if json {
-            let mut line = serde_json::json!({ "file": file, "error": error });
-            let warnings = loaded.map_or(&[][..], |l| l.warnings_of(file));
+            let mut line = serde_json::json!({ "file": e.file, "error": e.error });
+            let warnings = loaded.map_or(&[][..], |l| l.warnings_of(&e.path));
             if !warnings.is_empty() {
                 line["warnings"] = serde_json::to_value(warnings)?;
             }
             writeln!(out, "{line}")?;
         } else {
-            writeln!(out, "{file}: error: {error}")?;
+            writeln!(out, "{}: error: {}", e.file, e.error)?;
         }
     }
     Ok(())
@@ -205,7 +222,7 @@ pub fn ranks(files: &[PathBuf], json: bool) -> io::Result<bool> {
         for row in &fleet.overview.rows {
             let line = WithWarnings {
                 line: row,
-                warnings: loaded.warnings_of(&row.figures.id.file),
+                warnings: loaded.warnings_of(&row.figures.id.path),
             };
             serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
@@ -291,7 +308,11 @@ pub fn anomalies(files: &[PathBuf], json: bool) -> io::Result<bool> {
     if json {
         print_errors(&mut out, &loaded.errors, Some(&loaded), true)?;
         for a in &fleet.anomalies {
-            serde_json::to_writer(&mut out, a)?;
+            let line = WithWarnings {
+                line: a,
+                warnings: loaded.warnings_of(&a.id.path),
+            };
+            serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
         }
     } else {
@@ -335,47 +356,84 @@ pub struct CompareOptions {
     pub top: usize,
 }
 
-/// `memscope compare`.
+/// `memscope compare`. With `--json`, each side (`a`, `b`) carries its file's
+/// `warnings`; without, they follow the comparison.
 pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> io::Result<bool> {
     let mut out = io::stdout().lock();
-    let mut errors = Vec::new();
+    let mut loaded = Loaded {
+        reports: Vec::new(),
+        errors: Vec::new(),
+        notes: Vec::new(),
+        warnings: Vec::new(),
+    };
     let mut sides = Vec::new();
     for path in [a, b] {
         let name = path.to_string_lossy().into_owned();
-        match load(path) {
-            Ok(snap) if snap.devices().is_empty() => {
-                errors.push((base_name(&name).to_owned(), NOTHING_TO_SHOW.to_owned()));
+        let file = base_name(&name).to_owned();
+        let snap = match load(path) {
+            Ok(snap) => snap,
+            Err(error) => {
+                loaded.errors.push(FileError {
+                    path: name,
+                    file,
+                    error,
+                });
+                continue;
             }
-            Ok(snap) => {
-                let device = opts
-                    .device
-                    .or_else(|| snap.devices().first().copied())
-                    .unwrap_or(0);
-                if opts.device.is_some() && !snap.devices().contains(&device) {
-                    errors.push((
-                        base_name(&name).to_owned(),
-                        format!("no device {device} (devices: {:?})", snap.devices()),
-                    ));
-                    continue;
-                }
-                let model = RankModel::new(&name, &snap, device);
-                sides.push((snap, model));
-            }
-            Err(error) => errors.push((base_name(&name).to_owned(), error)),
+        };
+        let warnings = snap.warnings.report(&snap.strings);
+        for w in &warnings {
+            loaded
+                .notes
+                .push((file.clone(), format!("{} (×{})", w.message, w.count)));
         }
+        loaded.warnings.push((name.clone(), warnings));
+        let device = opts
+            .device
+            .or_else(|| snap.devices().first().copied())
+            .unwrap_or(0);
+        let error = if snap.devices().is_empty() {
+            Some(NOTHING_TO_SHOW.to_owned())
+        } else if opts.device.is_some() && !snap.devices().contains(&device) {
+            Some(format!(
+                "no device {device} (devices: {:?})",
+                snap.devices()
+            ))
+        } else {
+            None
+        };
+        if let Some(error) = error {
+            loaded.errors.push(FileError {
+                path: name,
+                file,
+                error,
+            });
+            continue;
+        }
+        let model = RankModel::new(&name, &snap, device);
+        sides.push((snap, model));
     }
-    print_errors(&mut out, &errors, None, opts.json)?;
+    print_errors(&mut out, &loaded.errors, Some(&loaded), opts.json)?;
     if let [(snap_a, model_a), (snap_b, model_b)] = sides.as_slice() {
         let cmp = fleet_compare(snap_a, model_a, snap_b, model_b, &opts.align, opts.bins);
         if opts.json {
-            serde_json::to_writer(&mut out, &cmp)?;
+            let mut line = serde_json::to_value(&cmp)?;
+            for (side, id) in [("a", &cmp.a.id), ("b", &cmp.b.id)] {
+                line[side]["warnings"] = serde_json::to_value(loaded.warnings_of(&id.path))?;
+            }
+            serde_json::to_writer(&mut out, &line)?;
             writeln!(out)?;
         } else {
             print_comparison(&mut out, &cmp, opts.top)?;
         }
     }
+    if !opts.json {
+        for (file, note) in &loaded.notes {
+            writeln!(out, "{file}: {note}")?;
+        }
+    }
     out.flush()?;
-    Ok(errors.is_empty())
+    Ok(loaded.errors.is_empty())
 }
 
 fn change_name(c: Change) -> &'static str {

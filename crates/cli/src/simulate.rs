@@ -6,7 +6,8 @@
 //! list of `key:value` changes to the recorded configuration, as in
 //! `PYTORCH_CUDA_ALLOC_CONF`), or, without `--set`, the standard what-ifs of
 //! [`what_if_configs`]. Each row: peak reserved, reserved − allocated at the peak, the
-//! first out-of-memory. Bad files are handled as by `summary`.
+//! first out-of-memory. Bad files, files with nothing to show and the file's warnings
+//! are handled as by `summary` (with `--json`, a `warnings` array on every line).
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -14,11 +15,11 @@ use std::path::PathBuf;
 use memscope_allocator::{
     check_recorded, replay, what_if_configs, Config, Replay, ReplayInput, Validation,
 };
-use memscope_snapshot::base_name;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
+use memscope_snapshot::{base_name, Warning};
 use serde::Serialize;
 
-use crate::load;
+use crate::{load, NothingLine, NOTHING_TO_SHOW};
 
 /// What `simulate` was asked.
 pub(crate) struct SimulateOptions {
@@ -57,9 +58,12 @@ struct Row<'a> {
     /// For the recorded configuration: the replay against the trace.
     validation: Option<&'a Validation>,
     notes: &'a [String],
+    /// What the reader read differently from what the file says.
+    warnings: &'a [Warning],
 }
 
-/// Runs `memscope simulate`; `Ok(false)` when a file could not be read.
+/// Runs `memscope simulate`; `Ok(false)` when a file could not be read or has nothing
+/// to show.
 pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<bool> {
     let mut out = io::stdout().lock();
     // Settings are checked before any file is read.
@@ -101,6 +105,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                 continue;
             }
         };
+        let warnings = snap.warnings.report(&snap.strings);
         let (mut recorded, notes) = Config::recorded(&snap);
         recorded.capacity_bytes = base_change.capacity_bytes;
         let configs: Vec<Config> = if opts.sets.is_empty() {
@@ -122,8 +127,24 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
             }
         }
         let devices = snap.devices();
-        if devices.is_empty() && !opts.json {
-            notes_out.push((base.clone(), "no device has a trace or a segment".into()));
+        if devices.is_empty() {
+            all_ok = false;
+            if opts.json {
+                let line = NothingLine {
+                    file: &base,
+                    error: NOTHING_TO_SHOW,
+                    warnings: &warnings,
+                };
+                serde_json::to_writer(&mut out, &line)?;
+                writeln!(out)?;
+            } else {
+                notes_out.push((base.clone(), format!("error: {NOTHING_TO_SHOW}")));
+            }
+        }
+        if !opts.json {
+            for w in &warnings {
+                notes_out.push((base.clone(), format!("{} (×{})", w.message, w.count)));
+            }
         }
         for device in devices {
             let input = ReplayInput::from_snapshot(&snap, device);
@@ -168,6 +189,7 @@ pub(crate) fn simulate(files: &[PathBuf], opts: &SimulateOptions) -> io::Result<
                         recorded_peak_reserved_bytes: input.recorded_peak_reserved_bytes,
                         validation: (i == 0).then_some(&check),
                         notes: &notes,
+                        warnings: &warnings,
                     };
                     serde_json::to_writer(&mut out, &row)?;
                     writeln!(out)?;

@@ -638,6 +638,148 @@ fn warnings_reach_the_user_in_every_mode() {
 }
 
 #[test]
+fn warnings_reach_the_user_in_every_subcommand() {
+    // Two files of one base name in different folders: one with two coercions (device
+    // 2^40, an alloc without addr) and an OOM (so `anomalies` has a line), one clean.
+    let warned_dir = scratch("warned-dir");
+    let clean_dir = scratch("clean-dir");
+    for dir in [&warned_dir, &clean_dir] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let warned = warned_dir.join("rank0.json");
+    let clean = clean_dir.join("rank0.json");
+    std::fs::write(
+        &warned,
+        r#"{"segments": [{"device": 1099511627776, "address": 0, "total_size": 4096, "blocks": []}],
+            "device_traces": [[{"action": "alloc", "size": 512, "stream": 0},
+                               {"action": "oom", "size": 1048576, "device_free": 0, "stream": 0}]]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        &clean,
+        r#"{"segments": [], "device_traces": [[{"action": "alloc", "addr": 0, "size": 512, "stream": 0},
+                                                {"action": "oom", "size": 1048576, "device_free": 0, "stream": 0}]]}"#,
+    )
+    .unwrap();
+    let messages = |warnings: &Value| -> Vec<String> {
+        warnings
+            .as_array()
+            .unwrap_or_else(|| panic!("no warnings array: {warnings}"))
+            .iter()
+            .map(|w| w["message"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let is_warned = |path: &Value| path.as_str().unwrap().contains("warned-dir");
+    let check = |line: &Value, warned: bool| {
+        let got = messages(&line["warnings"]);
+        if warned {
+            assert_eq!(got.len(), 2, "{line}");
+            assert!(got[0].contains("device is not a device ordinal"), "{got:?}");
+            assert!(got[1].contains("without addr"), "{got:?}");
+        } else {
+            assert!(got.is_empty(), "{line}");
+        }
+    };
+    let files = [warned.as_os_str(), clean.as_os_str()];
+    for command in ["ranks", "anomalies"] {
+        let mut args = vec![OsStr::new(command), OsStr::new("--json")];
+        args.extend(files);
+        let run = memscope(&args);
+        assert_eq!(run.code, Some(0), "{command}: {run:?}");
+        let lines = run.json_lines();
+        assert!(lines.len() >= 2, "{command}: {lines:?}");
+        for line in &lines {
+            check(line, is_warned(&line["path"]));
+        }
+    }
+    let run = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--json"),
+        files[0],
+        files[1],
+    ]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let lines = run.json_lines();
+    // Rows print the base name; the warned file's rows come first.
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    for (i, line) in lines.iter().enumerate() {
+        check(line, i < 4);
+    }
+    let run = memscope(&[
+        OsStr::new("compare"),
+        OsStr::new("--json"),
+        files[0],
+        files[1],
+    ]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let line = &run.json_lines()[0];
+    check(&line["a"], true);
+    check(&line["b"], false);
+    let run = memscope(&[OsStr::new("report"), files[0], files[1]]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let lines = run.json_lines();
+    check(&lines[0], true);
+    check(&lines[1], false);
+    // Text modes: each warning once per file that has it, after the output.
+    for head in [
+        &["ranks"][..],
+        &["anomalies"],
+        &["simulate"],
+        &["compare"],
+        &["summary"],
+    ] {
+        let mut args: Vec<&OsStr> = head.iter().map(OsStr::new).collect();
+        args.extend(files);
+        let run = memscope(&args);
+        for needle in [
+            "rank0.json: a segment whose device is not a device ordinal",
+            "rank0.json: an alloc or free trace entry without addr",
+        ] {
+            assert_eq!(
+                run.stdout.matches(needle).count(),
+                1,
+                "{head:?}: {}",
+                run.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn simulate_says_why_a_file_has_nothing_to_show() {
+    let path = scratch("simulate-nothing.json");
+    std::fs::write(
+        &path,
+        r#"{"segments": [{"device": -1, "address": 0, "total_size": 4096, "blocks": []}], "device_traces": []}"#,
+    )
+    .unwrap();
+    let run = memscope(&[
+        OsStr::new("simulate"),
+        OsStr::new("--json"),
+        path.as_os_str(),
+    ]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        assert_error_line(&lines[0], "simulate-nothing.json"),
+        "nothing to show: no device has a trace entry or a segment"
+    );
+    assert!(lines[0]["warnings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("device is not a device ordinal"));
+    let run = memscope(&[OsStr::new("simulate"), path.as_os_str()]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stdout
+            .contains("simulate-nothing.json: error: nothing to show"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn a_file_with_nothing_to_show_says_why_and_fails() {
     // Its only segment is on device −1 (not a device): nothing to show, and the warning
     // says why.

@@ -75,7 +75,7 @@ const OOM_TRACE: &str = r#"{"segments": [], "device_traces": [[
  {"action": "alloc", "addr": 139638245163008, "size": 20971520, "stream": 0},
  {"action": "alloc", "addr": 139637976727552, "size": 10485760, "stream": 0}]]}"#;
 
-const ROW_KEYS: [&str; 18] = [
+const ROW_KEYS: [&str; 19] = [
     "file",
     "device",
     "config",
@@ -94,6 +94,7 @@ const ROW_KEYS: [&str; 18] = [
     "recorded_peak_reserved_bytes",
     "validation",
     "notes",
+    "warnings",
 ];
 
 fn keys(v: &Value) -> BTreeSet<&str> {

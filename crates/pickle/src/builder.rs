@@ -74,6 +74,14 @@ pub enum BuildError {
         /// The limit that was exceeded.
         limit: u32,
     },
+    /// Values the builder keeps only while reading (it does not read them into its
+    /// model) went past its budget: refused so memory stays bounded on any input.
+    OverBudget {
+        /// What the values are, in the user's words.
+        what: &'static str,
+        /// The budget, in bytes.
+        limit_bytes: u64,
+    },
     /// A builder-specific refusal, in plain words.
     Invalid(String),
 }
@@ -97,6 +105,13 @@ impl fmt::Display for BuildError {
             BuildError::TooDeep { limit } => {
                 write!(f, "nests containers more than {limit} levels deep")
             }
+            BuildError::OverBudget { what, limit_bytes } => write!(
+                f,
+                "goes past {} MiB of {what}: a snapshot holds a few KiB of them, so \
+                 memscope stops reading here to keep its memory bounded (the file is \
+                 corrupt or not a memory snapshot)",
+                limit_bytes >> 20
+            ),
             BuildError::Invalid(reason) => f.write_str(reason),
         }
     }
@@ -225,6 +240,9 @@ pub struct Memo<V> {
     sparse_in_runs: usize,
 }
 
+/// Entries from which the dense memo grows by an eighth instead of doubling.
+const LARGE_MEMO: usize = 1 << 16;
+
 /// A run of in-order memo indices that one value stands for.
 #[derive(Clone, Debug)]
 struct Run<V> {
@@ -348,11 +366,21 @@ impl<V> Memo<V> {
                 return;
             }
             if i == self.dense.len() {
-                self.dense.push(value);
+                self.push_dense(value);
                 return;
             }
         }
         self.put_slow(index, value);
+    }
+
+    /// Appends an in-order entry; a large memo grows by an eighth, not by doubling, so
+    /// its unused room stays within 2 bytes per entry.
+    #[inline]
+    fn push_dense(&mut self, value: V) {
+        if self.dense.len() == self.dense.capacity() && self.dense.len() >= LARGE_MEMO {
+            self.dense.reserve_exact(self.dense.len() / 8);
+        }
+        self.dense.push(value);
     }
 
     #[inline(never)]
@@ -367,7 +395,7 @@ impl<V> Memo<V> {
             Place::Beyond
                 if index as usize == self.next_in_order() && !self.sparse.contains_key(&index) =>
             {
-                self.dense.push(value)
+                self.push_dense(value)
             }
             Place::Beyond => {
                 self.sparse.insert(index, value);

@@ -298,10 +298,6 @@ impl<B: Builder> Parser<B> {
             while pos < seg.len() {
                 let op = seg[pos];
                 let at = base + pos as u64;
-                if self.stack.len() == self.stack.capacity() && self.stack.len() >= LARGE_STACK {
-                    // Millions of values left on the stack: grow by an eighth, not double.
-                    self.stack.reserve_exact(self.stack.len() / 8);
-                }
                 let rest = &seg[pos + 1..];
                 let err = |kind: ErrorKind| Error::new(kind, at, Some(op));
                 let build = |e: BuildError| Error::new(ErrorKind::Build(e), at, Some(op));
@@ -422,25 +418,25 @@ impl<B: Builder> Parser<B> {
                         let v = arg!(1)[0];
                         pos += 2;
                         let value = self.builder.int(i64::from(v));
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BININT2 => {
                         let v = u16::from_le_bytes([arg!(2)[0], rest[1]]);
                         pos += 3;
                         let value = self.builder.int(i64::from(v));
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BININT => {
                         let v = i32::from_le_bytes(array4(arg!(4)));
                         pos += 5;
                         let value = self.builder.int(i64::from(v));
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     LONG1 => {
                         let n = arg!(1)[0];
                         let bytes = payload!(1, u64::from(n));
                         let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     LONG4 => {
                         let n = i32::from_le_bytes(array4(arg!(4)));
@@ -449,25 +445,25 @@ impl<B: Builder> Parser<B> {
                         }
                         let bytes = payload!(4, n as u64);
                         let value = self.int_value(text::int_from_le(bytes)).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     SHORT_BINUNICODE => {
                         let n = arg!(1)[0];
                         let bytes = payload!(1, u64::from(n));
                         let value = self.str_value(bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BINUNICODE => {
                         let n = u32::from_le_bytes(array4(arg!(4)));
                         let bytes = payload!(4, u64::from(n));
                         let value = self.str_value(bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BINUNICODE8 => {
                         let n = u64::from_le_bytes(array8(arg!(8)));
                         let bytes = payload!(8, n);
                         let value = self.str_value(bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     MARK => {
                         pos += 1;
@@ -491,7 +487,7 @@ impl<B: Builder> Parser<B> {
                         } else {
                             self.builder.new_container(kind).map_err(build)?
                         };
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     SETITEMS | APPENDS | ADDITEMS => {
                         self.flush_pending()?;
@@ -531,12 +527,12 @@ impl<B: Builder> Parser<B> {
                     NEWTRUE | NEWFALSE => {
                         pos += 1;
                         let value = self.builder.bool(op == NEWTRUE);
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     NONE => {
                         pos += 1;
                         let value = self.builder.none();
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     TUPLE1 | TUPLE2 | TUPLE3 | EMPTY_TUPLE => {
                         pos += 1;
@@ -559,7 +555,7 @@ impl<B: Builder> Parser<B> {
                             let items = self.stack.drain(start..);
                             self.builder.tuple(items).map_err(build)?
                         };
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     TUPLE | LIST | DICT | FROZENSET => {
                         pos += 1;
@@ -598,7 +594,7 @@ impl<B: Builder> Parser<B> {
                             }
                         }
                         .map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BINPUT => {
                         let index = u32::from(arg!(1)[0]);
@@ -621,19 +617,19 @@ impl<B: Builder> Parser<B> {
                             err(ErrorKind::BadArgument("the memo index is not a number"))
                         })?;
                         let value = self.builder.memo_get(index).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BINFLOAT => {
                         let v = f64::from_be_bytes(array8(arg!(8)));
                         pos += 9;
                         let value = self.builder.float(v);
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     FLOAT => {
                         let v = text::parse_float(text_line!())
                             .ok_or_else(|| err(ErrorKind::BadArgument("not a float")))?;
                         let value = self.builder.float(v);
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     INT => {
                         let line = text_line!();
@@ -646,7 +642,7 @@ impl<B: Builder> Parser<B> {
                                 self.int_value(int).map_err(build)?
                             }
                         };
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     LONG => {
                         let line = text_line!();
@@ -654,14 +650,14 @@ impl<B: Builder> Parser<B> {
                         let int = text::parse_decimal(digits)
                             .ok_or_else(|| err(ErrorKind::BadArgument("not an integer")))?;
                         let value = self.int_value(int).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     STRING => {
                         let bytes = text::decode_string_literal(text_line!()).ok_or_else(|| {
                             err(ErrorKind::BadArgument("not a quoted string literal"))
                         })?;
                         let value = self.str_value(&bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     UNICODE => {
                         let s = text::decode_raw_unicode_escape(text_line!())
@@ -671,7 +667,7 @@ impl<B: Builder> Parser<B> {
                         } else {
                             self.builder.str(&s).map_err(build)?
                         };
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     BINSTRING => {
                         let n = i32::from_le_bytes(array4(arg!(4)));
@@ -680,13 +676,13 @@ impl<B: Builder> Parser<B> {
                         }
                         let bytes = payload!(4, n as u64);
                         let value = self.str_value(bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     SHORT_BINSTRING => {
                         let n = arg!(1)[0];
                         let bytes = payload!(1, u64::from(n));
                         let value = self.str_value(bytes).map_err(build)?;
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     SHORT_BINBYTES | BINBYTES | BINBYTES8 | BYTEARRAY8 => {
                         let bytes = match op {
@@ -713,7 +709,7 @@ impl<B: Builder> Parser<B> {
                         } else {
                             self.builder.bytes(bytes, kind).map_err(build)?
                         };
-                        self.stack.push(value);
+                        self.push(value);
                     }
                     POP => {
                         pos += 1;
@@ -740,7 +736,7 @@ impl<B: Builder> Parser<B> {
                         let last = self.stack.len() - 1;
                         self.builder.pin(&mut self.stack[last]).map_err(build)?;
                         let top = self.stack[last].clone();
-                        self.stack.push(top);
+                        self.push(top);
                     }
                     PROTO => {
                         let version = arg!(1)[0];
@@ -805,6 +801,27 @@ impl<B: Builder> Parser<B> {
         }
     }
 
+    /// Pushes a value; a stack of millions of values grows by an eighth, not by
+    /// doubling (the memory bound).
+    #[inline(always)]
+    fn push(&mut self, value: B::Value) {
+        if self.stack.len() == self.stack.capacity() {
+            self.grow_stack(1);
+        }
+        self.stack.push(value);
+    }
+
+    /// Makes room for at least `needed` more values.
+    #[cold]
+    fn grow_stack(&mut self, needed: usize) {
+        let step = if self.stack.len() >= LARGE_STACK {
+            self.stack.len() / 8
+        } else {
+            self.stack.len().max(8)
+        };
+        self.stack.reserve_exact(step.max(needed));
+    }
+
     #[inline]
     fn push_pending(&mut self, index: u32, at: u64) {
         if self.pending.is_empty() {
@@ -817,6 +834,9 @@ impl<B: Builder> Parser<B> {
     /// first reference of the run.
     #[inline]
     fn flush_pending(&mut self) -> Result<(), Error> {
+        if self.stack.capacity() - self.stack.len() < self.pending.len() {
+            self.grow_stack(self.pending.len());
+        }
         for &index in &self.pending {
             match self.builder.memo_get(index) {
                 Ok(value) => self.stack.push(value),

@@ -27,6 +27,10 @@ use crate::model::{
     NO_DEVICE, NO_TIME,
 };
 
+/// Heap bytes the values the model does not read may take (see
+/// `SnapshotBuilder::check_unread_budget`).
+pub const UNREAD_BUDGET_BYTES: usize = 32 << 20;
+
 /// Containers nested deeper than this are refused (snapshots nest about 6 deep; the
 /// limit keeps every recursive walk of generic values shallow).
 pub const MAX_DEPTH: u32 = 256;
@@ -257,13 +261,14 @@ pub struct SnapshotBuilder {
     memo: Memo<V>,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    /// Memo indices beyond a slot's first (hostile pickles only).
-    extra_memo: FxHashMap<u32, Vec<u32>>,
     /// Finalized values of shared containers, for handle copies still on the stack.
     forwards: FxHashMap<Handle, V>,
     gens: Vec<GenNode>,
     bigs: Vec<BigInt>,
     bytes: Vec<Box<[u8]>>,
+    /// Heap bytes of the items of `gens` and of the contents of `bytes` and of huge
+    /// `bigs` (the stores' own vectors are counted from their capacity).
+    unread_payload_bytes: usize,
     /// Action string → index in `snap.actions`.
     action_codes: FxHashMap<StrId, u8>,
     /// Stream value → index in `snap.streams`.
@@ -297,6 +302,10 @@ struct FreshRun {
     len: u32,
     kind: ContainerKind,
 }
+
+/// Containers open at once up to which a memoized container gets its slot when it is
+/// memoized (real snapshots nest about 6 deep), not when it is first filled.
+const EAGER_SLOTS: usize = 1024;
 
 /// Consecutive memo entries of fresh containers that start a run.
 const RUN_MIN: u32 = 8;
@@ -355,11 +364,11 @@ impl SnapshotBuilder {
             memo: Memo::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            extra_memo: FxHashMap::default(),
             forwards: FxHashMap::default(),
             gens: Vec::new(),
             bigs: Vec::new(),
             bytes: Vec::new(),
+            unread_payload_bytes: 0,
             action_codes: FxHashMap::default(),
             stream_codes: FxHashMap::default(),
             last_stream: None,
@@ -635,6 +644,11 @@ impl SnapshotBuilder {
             }
             values.push(v);
         }
+        if is_list && *mode == Mode::Values {
+            // A list of anything but frames and records becomes a generic list: refused
+            // as soon as it alone would go past the budget, not only once complete.
+            self.check_unread_budget_with(values.capacity() * size_of::<V>())?;
+        }
         Ok(())
     }
 
@@ -695,18 +709,13 @@ impl SnapshotBuilder {
         }
         if memo != NONE {
             self.rewrite_memo(memo, h, result);
-            if let Some(extra) = self.extra_memo.remove(&h.slot) {
-                for index in extra {
-                    self.rewrite_memo(index, h, result);
-                }
-            }
         }
         Ok(result)
     }
 
     fn rewrite_memo(&mut self, index: u32, h: Handle, result: V) {
         if let Some(entry) = self.memo.get_mut(index) {
-            if *entry == V::Open(h) {
+            if matches!(*entry, V::Open(e) if e == h) {
                 *entry = result;
             }
         }
@@ -715,8 +724,47 @@ impl SnapshotBuilder {
     fn new_gen(&mut self, kind: GenKind, depth: u32, items: Vec<V>) -> Result<V, BuildError> {
         let id = u32::try_from(self.gens.len())
             .map_err(|_| invalid("more than 4 billion containers"))?;
+        self.unread_payload_bytes += items.capacity() * size_of::<V>();
+        self.check_unread_budget()?;
         self.gens.push(GenNode { kind, depth, items });
         Ok(V::Gen(id))
+    }
+
+    /// Refuses the file once the values the model does not read (generic containers,
+    /// wide integers, byte strings) take more than [`UNREAD_BUDGET_BYTES`]: they stay in
+    /// memory until the end of the file, one handle each, so without a budget a file of
+    /// millions of them costs tens of bytes per opcode. Snapshots hold a few KiB of them
+    /// (the top-level dict, `allocator_settings`).
+    fn check_unread_budget(&self) -> Result<(), BuildError> {
+        self.check_unread_budget_with(0)
+    }
+
+    /// [`check_unread_budget`](Self::check_unread_budget) with `open_bytes` more, held
+    /// by a container still being filled.
+    fn check_unread_budget_with(&self, open_bytes: usize) -> Result<(), BuildError> {
+        // The stores as they will be after one more value: checked before a store
+        // doubles, so the budget holds for what is allocated, not only for what is used.
+        fn room<T>(store: &Vec<T>) -> usize {
+            let capacity = if store.len() == store.capacity() {
+                (store.capacity() * 2).max(4)
+            } else {
+                store.capacity()
+            };
+            capacity * size_of::<T>()
+        }
+        let held = open_bytes
+            + room(&self.gens)
+            + room(&self.bigs)
+            + room(&self.bytes)
+            + self.unread_payload_bytes;
+        if held > UNREAD_BUDGET_BYTES {
+            return Err(BuildError::OverBudget {
+                what: "values memscope does not read (tuples, sets, lists and dicts that are \
+                       not snapshot records, integers wider than 64 bits, byte strings)",
+                limit_bytes: UNREAD_BUDGET_BYTES as u64,
+            });
+        }
+        Ok(())
     }
 
     fn describe(&self, v: V) -> &'static str {
@@ -1733,8 +1781,10 @@ impl Builder for SnapshotBuilder {
             buf[..le.len()].copy_from_slice(le);
             BigInt::Fits(i128::from_le_bytes(buf))
         } else {
+            self.unread_payload_bytes += le.len();
             BigInt::Huge(le.into())
         };
+        self.check_unread_budget()?;
         self.bigs.push(big);
         Ok(V::Big(id))
     }
@@ -1750,6 +1800,8 @@ impl Builder for SnapshotBuilder {
 
     fn bytes(&mut self, value: &[u8], _kind: BytesKind) -> Result<V, BuildError> {
         let id = u32::try_from(self.bytes.len()).map_err(|_| invalid("too many byte strings"))?;
+        self.unread_payload_bytes += value.len();
+        self.check_unread_budget()?;
         self.bytes.push(value.into());
         Ok(V::Bytes(id))
     }
@@ -1792,7 +1844,7 @@ impl Builder for SnapshotBuilder {
     }
 
     fn is_skipped(&self, value: &V) -> bool {
-        *value == V::Skipped
+        matches!(value, V::Skipped)
     }
 
     #[inline]
@@ -1833,6 +1885,15 @@ impl Builder for SnapshotBuilder {
                 self.memo.put_run(index, V::Skipped);
                 return Ok(());
             }
+            V::Fresh(kind, serial, NONE)
+                if self.slots.len() - self.free_slots.len() < EAGER_SLOTS =>
+            {
+                // Memoized for the first time, its only handle is this one: it gets its
+                // slot now, as every container of a real snapshot (created, memoized,
+                // filled), so the memo is written once. Only a file that leaves
+                // thousands of containers open (on the stack) takes the lazy path below.
+                *value = self.pin_fresh(kind, serial, NONE)?;
+            }
             V::Fresh(kind, serial, before) => {
                 if before != NONE {
                     // Memoized twice: the first entry is found through `pinned`.
@@ -1850,7 +1911,9 @@ impl Builder for SnapshotBuilder {
             if self.slots[i].memo == NONE {
                 self.slots[i].memo = index;
             } else {
-                self.extra_memo.entry(h.slot).or_default().push(index);
+                // Memoized twice (hostile pickles only): the later entries keep the
+                // handle, which finds the finished value through `forwards`.
+                self.slots[i].shared = true;
             }
         }
         Ok(())
@@ -1963,11 +2026,11 @@ impl SnapshotBuilder {
             .memo_value(index)
             .ok_or(BuildError::MemoMissing(index))?;
         match v {
-            V::Open(h) => {
-                if let Ok(i) = self.check(h) {
-                    self.slots[i].shared = true;
-                }
-            }
+            V::Open(h) => match self.check(h) {
+                Ok(i) => self.slots[i].shared = true,
+                // A later memo entry of a container finished since.
+                Err(_) => return Ok(self.forwards.get(&h).copied().unwrap_or(v)),
+            },
             V::Fresh(_, serial, _) => {
                 if let Some(&h) = self.pinned.get(&serial) {
                     // Filled since, through another copy.
@@ -2023,12 +2086,13 @@ impl SnapshotBuilder {
                 return;
             }
         }
-        let before = |k: u32| match (index.checked_sub(k), serial.checked_sub(k)) {
-            (Some(i), Some(s)) => Some(V::Fresh(kind, s, i)),
-            _ => None,
-        };
-        let starts_run = (1..RUN_MIN)
-            .all(|k| before(k).is_some_and(|want| self.memo.get(index - k) == Some(&want)));
+        // The RUN_MIN - 1 entries before hold the serials before, of the same kind.
+        let starts_run = index >= RUN_MIN - 1
+            && serial >= RUN_MIN - 1
+            && (1..RUN_MIN).all(|k| {
+                matches!(self.memo.get(index - k),
+                    Some(&V::Fresh(k2, s, i)) if k2 == kind && s == serial - k && i == index - k)
+            });
         if starts_run {
             let first = index + 1 - RUN_MIN;
             for k in (first..index).rev() {

@@ -45,7 +45,7 @@ pub mod units;
 mod warnings;
 
 pub use alloc::{Allocations, Origin};
-pub use builder::{SnapshotBuilder, MAX_DEPTH};
+pub use builder::{SnapshotBuilder, MAX_DEPTH, UNREAD_BUDGET_BYTES};
 pub use device::{At, Axis, DeviceModel, NO_MOMENT};
 pub use intern::{Frame, FrameId, Frames, FxInfo, StackId, Stacks, StrId, Strings, NO_LINE};
 pub use load::{load_bytes, load_reader, LoadError, Loader, ReadError};

@@ -47,6 +47,9 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Bytes per decoded step the reader may use beyond what it keeps (+ 64 MiB).
+pub const BYTES_PER_STEP: usize = 20;
+
 /// Live heap bytes now.
 pub fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
@@ -64,14 +67,14 @@ pub fn peak() -> usize {
     PEAK.load(Ordering::Relaxed)
 }
 
-/// The reader's bound: beyond what the result keeps, 16 bytes per decoded step
-/// (pickle opcode, JSON byte) + 64 MiB.
+/// The reader's bound (`docs/semantics.md`): beyond what the result keeps,
+/// [`BYTES_PER_STEP`] per decoded step (pickle opcode, JSON byte) + 64 MiB.
 pub fn assert_bound(start: usize, kept: usize, steps: u64) {
     let transient = peak().saturating_sub(start).saturating_sub(kept);
-    let bound = 16 * steps as usize + (64 << 20);
+    let bound = BYTES_PER_STEP * steps as usize + (64 << 20);
     assert!(
         transient <= bound,
         "loading used {transient} bytes beyond the {kept} it keeps, over the bound of \
-         {bound} (16 per step × {steps} steps + 64 MiB)"
+         {bound} ({BYTES_PER_STEP} per step × {steps} steps + 64 MiB)"
     );
 }
