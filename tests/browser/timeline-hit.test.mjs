@@ -203,7 +203,8 @@ const lighten = (c) => c.map((v) => v + (255 - v) * 0.25);
  * Hovers each point `{ cx, cy, column, rows }` in turn (client coordinates, as the
  * mouse would: a mousemove on the canvas), reads what #hover answers, and where it
  * names an allocation clicks there (mousedown, mouseup) and waits for the detail panel
- * to show it, then reads the canvas pixels of the point's rows. All inside the page,
+ * to show it and for the next frame to be drawn, then reads the canvas pixels of the
+ * point's rows. All inside the page,
  * in one round trip: the page's own handlers get the same events a mouse gives.
  * Returns per point `{ hover, data, colours, timeout }`.
  */
@@ -239,6 +240,9 @@ async function probe(page, points) {
           await new Promise((resolve) => setTimeout(resolve, 0));
         }
         answer.data = { ...panel.dataset };
+        // The page draws once per animation frame: the selection is drawn in the next
+        // frame, after the frame callbacks already queued (ours runs after its draw).
+        await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
         answer.colours = point.rows.map((row) => pixel(point.column, row));
       }
       out.push(answer);
