@@ -31,6 +31,14 @@ create_exception!(
 );
 
 /// Serializes a result for the Python side.
+/// A JSON object with its file's warnings (as the CLI's `--json` lines carry them).
+#[derive(Serialize)]
+struct WithWarnings<'a, T: Serialize> {
+    #[serde(flatten)]
+    line: &'a T,
+    warnings: &'a [memscope_snapshot::Warning],
+}
+
 fn json(value: &impl Serialize) -> PyResult<String> {
     serde_json::to_string(value).map_err(|e| MemscopeError::new_err(format!("cannot encode: {e}")))
 }
@@ -164,7 +172,8 @@ impl RawSnapshot {
         json(&self.snap.warnings.report(&self.snap.strings))
     }
 
-    /// The anomalies of every device, ordered as `memscope anomalies` orders them.
+    /// The anomalies of every device, ordered as `memscope anomalies` orders them, each
+    /// with the file's warnings as `memscope anomalies --json` gives them.
     fn anomalies_json(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| {
             let th = Thresholds::default();
@@ -173,7 +182,15 @@ impl RawSnapshot {
                 all.extend(rank_anomalies(&self.snap, &model, &th));
             }
             anomaly::sort_and_dedup(&mut all);
-            json(&all)
+            let warnings = self.snap.warnings.report(&self.snap.strings);
+            json(
+                &all.iter()
+                    .map(|line| WithWarnings {
+                        line,
+                        warnings: &warnings,
+                    })
+                    .collect::<Vec<_>>(),
+            )
         })
     }
 

@@ -86,7 +86,8 @@ class Snapshot:
         return json.loads(self._raw.warnings_json())
 
     def anomalies(self) -> list[dict]:
-        """Anomalies of every device (``memscope anomalies --json``'s objects)."""
+        """Anomalies of every device (``memscope anomalies --json``'s objects, each with
+        the file's ``warnings``)."""
         return json.loads(self._raw.anomalies_json())
 
     def report(self) -> list[dict]:
