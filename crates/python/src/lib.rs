@@ -338,7 +338,18 @@ fn compare_json(
         Some(name) => Align::Phase { name, occurrence },
         None => Align::Start,
     };
-    py.detach(|| json(&compare(&a.snap, &ma, &b.snap, &mb, &align, bins)))
+    py.detach(|| {
+        let cmp = compare(&a.snap, &ma, &b.snap, &mb, &align, bins);
+        let mut line = serde_json::to_value(&cmp)
+            .map_err(|e| MemscopeError::new_err(format!("cannot encode: {e}")))?;
+        // Each side carries its file's warnings, as `memscope compare --json` gives them.
+        for (side, raw) in [("a", a), ("b", b)] {
+            line[side]["warnings"] =
+                serde_json::to_value(raw.snap.warnings.report(&raw.snap.strings))
+                    .map_err(|e| MemscopeError::new_err(format!("cannot encode: {e}")))?;
+        }
+        json(&line)
+    })
 }
 
 /// Report-file lines of every snapshot file, in input order, `threads` at once.
