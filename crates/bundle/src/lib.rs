@@ -118,7 +118,7 @@ pub fn pack(snap: &Snapshot, selection: &Selection) -> Result<Packed, BundleErro
     Ok(Packed { gzip, written })
 }
 
-/// A view as the page's bookmarks write it (`#v=1&…`, `crates/app/src/share.rs`), for
+/// A view as the page's bookmarks write it (`#v=1&…`, `memscope_page::url`), for
 /// writers without the page: the CLI.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ViewHash {
@@ -132,40 +132,20 @@ pub struct ViewHash {
     pub x: Option<(f64, f64)>,
 }
 
-/// `application/x-www-form-urlencoded`, as `URLSearchParams` writes it.
-fn form_encode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 impl ViewHash {
-    /// The hash (`#v=1&…`).
+    /// The hash (`#v=1&…`), written by the page model's one hash format.
     pub fn format(&self) -> String {
-        let mut parts = vec!["v=1".to_owned()];
-        if !self.files.is_empty() {
-            parts.push(format!("files={}", form_encode(&self.files.join(","))));
-        }
-        if let Some((file, device)) = &self.active {
-            parts.push(format!("rank={}", form_encode(file)));
-            parts.push(format!("device={device}"));
-        }
-        parts.push(format!(
-            "axis={}",
-            if self.entries_axis { "events" } else { "time" }
-        ));
-        if let Some((a, b)) = self.x {
-            parts.push(format!("x={}", form_encode(&format!("{a},{b}"))));
-        }
-        format!("#{}", parts.join("&"))
+        memscope_page::url::format(&memscope_page::url::ViewState {
+            files: self.files.clone(),
+            active: self.active.clone(),
+            axis: Some(if self.entries_axis {
+                memscope_snapshot::Axis::Events
+            } else {
+                memscope_snapshot::Axis::Time
+            }),
+            x: self.x,
+            ..Default::default()
+        })
     }
 }
 

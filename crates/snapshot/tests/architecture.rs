@@ -63,7 +63,7 @@ const RULES: &[(&str, &[&str], Browser)] = &[
     // The single HTML file's data part: snapshots written back, trimmed, packed.
     (
         "memscope-bundle",
-        &["memscope-snapshot", "memscope-analysis"],
+        &["memscope-snapshot", "memscope-analysis", "memscope-page"],
         Browser::Never,
     ),
     (
