@@ -87,6 +87,12 @@ pub(crate) struct Engine<'c> {
     pub(crate) reserved: u64,
     /// Bytes of allocated blocks.
     pub(crate) allocated: u64,
+    /// The most reserved since the replay last reset it, and the allocated bytes then.
+    /// A request can map pages of an expandable segment, fail, and see them unmapped
+    /// by the release that follows, all within one trace entry: the device held those
+    /// pages for a moment, so they count towards the peak although no state between
+    /// entries shows them.
+    pub(crate) high_water: (u64, u64),
     /// Predicted segment events.
     pub(crate) events: Vec<SegmentEvent>,
     /// The entry being replayed (for the events).
@@ -111,6 +117,7 @@ impl<'c> Engine<'c> {
             next_synthetic: address_ceiling.div_ceil(1 << 30).saturating_add(1) << 30,
             reserved: 0,
             allocated: 0,
+            high_water: (0, 0),
             events: Vec::new(),
             entry: 0,
             over_capacity: false,
@@ -180,6 +187,14 @@ impl<'c> Engine<'c> {
         self.pools[b.pool as usize]
             .unmapped
             .remove(&(b.stream, b.addr, id));
+    }
+
+    /// Reserves `bytes` more (a new segment or mapped pages), raising the high water.
+    fn grow(&mut self, bytes: u64) {
+        self.reserved += bytes;
+        if self.reserved > self.high_water.0 {
+            self.high_water = (self.reserved, self.allocated);
+        }
     }
 
     fn record(&mut self, kind: SegmentKind, address: u64, size_bytes: u64) {
@@ -531,7 +546,7 @@ impl<'c> Engine<'c> {
             gc_base: 0,
         });
         self.ranges.insert(addr, addr + alloc_size);
-        self.reserved += alloc_size;
+        self.grow(alloc_size);
         self.record(SegmentKind::SegmentAlloc, addr, alloc_size);
         Some((id, true))
     }
@@ -852,7 +867,7 @@ impl<'c> Engine<'c> {
             self.insert_unmapped(rest);
         }
         self.blocks[id as usize].mapped = true;
-        self.reserved += mapped;
+        self.grow(mapped);
         self.record(SegmentKind::SegmentMap, b.addr, mapped);
         let merged = self.merge_neighbours(id);
         self.insert_free(merged);

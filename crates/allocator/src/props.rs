@@ -133,7 +133,9 @@ proptest! {
         }
         prop_assert_eq!(reserved, i128::from(r.final_reserved_bytes));
         prop_assert_eq!(peak, i128::from(r.peak_reserved_bytes));
-        prop_assert_eq!(r.reserved_bytes.iter().copied().max(), Some(r.peak_reserved_bytes));
+        // The curve holds the state between entries; the peak also counts pages mapped
+        // and unmapped again within one entry.
+        prop_assert!(r.reserved_bytes.iter().all(|&b| b <= r.peak_reserved_bytes));
         prop_assert!(r.allocated_at_peak_bytes <= r.peak_reserved_bytes);
         prop_assert!(r.requested_at_peak_bytes <= r.allocated_at_peak_bytes);
         // Without an OOM the capacity is never exceeded.

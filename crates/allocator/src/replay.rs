@@ -59,7 +59,9 @@ pub struct Replay {
     pub config: Config,
     /// Reserved bytes at the start.
     pub initial_reserved_bytes: u64,
-    /// The peak of reserved bytes.
+    /// The peak of reserved bytes. It can lie above every step of the curve: pages of an
+    /// expandable segment mapped by a request that then failed, and unmapped by the
+    /// release before its retry, were held by the device within that one entry.
     pub peak_reserved_bytes: u64,
     /// The first moment it is reached.
     pub peak_moment: u32,
@@ -153,6 +155,8 @@ pub(crate) fn replay_inspected(
 
     for op in &input.ops {
         engine.entry = op.entry;
+        engine.high_water = (engine.reserved, engine.allocated);
+        let requested_before = requested;
         let id = op.id as usize;
         match op.kind {
             OpKind::Free => {
@@ -226,12 +230,18 @@ pub(crate) fn replay_inspected(
                 out.reserved_moments.push(moment);
                 out.reserved_bytes.push(reserved);
             }
-            if reserved > out.peak_reserved_bytes {
-                out.peak_reserved_bytes = reserved;
-                out.peak_moment = moment;
-                out.allocated_at_peak_bytes = engine.allocated;
-                out.requested_at_peak_bytes = requested;
-            }
+        }
+        let (high_water, allocated_then) = engine.high_water;
+        if high_water > out.peak_reserved_bytes {
+            out.peak_reserved_bytes = high_water;
+            out.peak_moment = op.entry + 1;
+            // At the end of the entry, or (a transient mapping) before its request
+            // was served.
+            (out.allocated_at_peak_bytes, out.requested_at_peak_bytes) = if high_water == reserved {
+                (engine.allocated, requested)
+            } else {
+                (allocated_then, requested_before)
+            };
         }
     }
     out.final_reserved_bytes = engine.reserved;

@@ -402,6 +402,69 @@ fn a_capacity_limits_expandable_mappings_too() {
 }
 
 #[test]
+fn pages_mapped_by_a_failed_request_count_towards_the_peak() {
+    // Capacity 110 MiB, expandable, 20 MiB pages. Stream 0: A, B, D of 20 MiB map
+    // [0, 60). B is freed and empty_cache unmaps its page; D is freed and stays mapped.
+    // Stream 7 maps 40 MiB for S, freed and cached: 20 + 20 + 40 = 80 MiB reserved.
+    // E (50 MiB) finds the gap [20, 40) + D + the unmapped tail: it maps the gap (100),
+    // then needs one more page (120 > 110) and fails. The release unmaps [20, 60) and
+    // stream 7's 40 MiB (20 left); the retry maps [20, 80) (80). The device held 100 MiB
+    // inside E's entry, though every state between entries is at most 80.
+    let a = BASE;
+    let (b, d, e) = (BASE + 20 * MIB, BASE + 40 * MIB, BASE + 20 * MIB);
+    let s = BASE2;
+    let (_, r) = run(
+        &[
+            ("segment_map", a, 20 * MIB, 0),
+            ("alloc", a, 20 * MIB, 0),
+            ("segment_map", b, 20 * MIB, 0),
+            ("alloc", b, 20 * MIB, 0),
+            ("segment_map", d, 20 * MIB, 0),
+            ("alloc", d, 20 * MIB, 0),
+            ("free_requested", b, 20 * MIB, 0),
+            ("free_completed", b, 20 * MIB, 0),
+            ("segment_unmap", b, 20 * MIB, 0),
+            ("free_requested", d, 20 * MIB, 0),
+            ("free_completed", d, 20 * MIB, 0),
+            ("segment_map", s, 40 * MIB, 7),
+            ("alloc", s, 40 * MIB, 7),
+            ("free_requested", s, 40 * MIB, 7),
+            ("free_completed", s, 40 * MIB, 7),
+            ("segment_map", e, 20 * MIB, 0),
+            ("segment_unmap", e, 40 * MIB, 0),
+            ("segment_unmap", s, 40 * MIB, 7),
+            ("segment_map", e, 60 * MIB, 0),
+            ("alloc", e, 50 * MIB, 0),
+        ],
+        "expandable_segments:True,capacity:110MiB",
+    );
+    assert_eq!(r.ooms, 0);
+    assert_eq!(r.addresses.matched, r.addresses.checked);
+    assert_eq!(
+        kinds(&r),
+        vec![
+            (SegmentKind::SegmentMap, 20 * MIB),
+            (SegmentKind::SegmentMap, 20 * MIB),
+            (SegmentKind::SegmentMap, 20 * MIB),
+            (SegmentKind::SegmentUnmap, 20 * MIB),
+            (SegmentKind::SegmentMap, 40 * MIB),
+            // E: the gap, then the failed page; the release; the retry.
+            (SegmentKind::SegmentMap, 20 * MIB),
+            (SegmentKind::SegmentUnmap, 40 * MIB),
+            (SegmentKind::SegmentUnmap, 40 * MIB),
+            (SegmentKind::SegmentMap, 60 * MIB),
+        ]
+    );
+    assert_eq!(r.reserved_bytes.iter().max(), Some(&(80 * MIB)));
+    assert_eq!(r.final_reserved_bytes, 80 * MIB);
+    assert_eq!(r.peak_reserved_bytes, 100 * MIB);
+    assert_eq!(r.peak_moment, 20);
+    // At the peak only A was allocated (E was not served yet).
+    assert_eq!(r.allocated_at_peak_bytes, 20 * MIB);
+    assert_eq!(r.requested_at_peak_bytes, 20 * MIB);
+}
+
+#[test]
 fn empty_cache_frees_only_whole_free_segments() {
     // Two 20 MiB segments; one still holds a block. The trace's segment_free run is an
     // empty_cache: the replay frees the free segment only.
