@@ -19,8 +19,7 @@ use memscope_fleet::{
 };
 use memscope_report::{report_paths, write_records, Record};
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
-use memscope_snapshot::{base_name, Warning};
-use serde::Serialize;
+use memscope_snapshot::{base_name, Warning, WithWarnings};
 
 use crate::{load, NOTHING_TO_SHOW};
 
@@ -74,14 +73,6 @@ impl Loaded {
             .find(|(p, _)| p == path)
             .map_or(&[], |(_, w)| w.as_slice())
     }
-}
-
-/// A JSON line with its file's warnings.
-#[derive(Serialize)]
-struct WithWarnings<'a, T: Serialize> {
-    #[serde(flatten)]
-    line: &'a T,
-    warnings: &'a [Warning],
 }
 
 fn load_reports(files: &[PathBuf], th: &Thresholds) -> Loaded {

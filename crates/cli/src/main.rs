@@ -32,7 +32,9 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use memscope_fleet::Align;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use memscope_snapshot::{base_name, load_reader, summarize, DeviceSummary, Snapshot, Warning};
+use memscope_snapshot::{
+    base_name, load_reader, summarize, DeviceSummary, Snapshot, Warning, WithWarnings,
+};
 use serde::Serialize;
 
 #[derive(Parser)]
@@ -391,14 +393,6 @@ fn load_from(reader: impl io::Read, len: Option<u64>, name: &str) -> Result<Snap
     result.map_err(|e| e.to_string())
 }
 
-/// A `summary --json` line: the summary's fields and the file's warnings.
-#[derive(Serialize)]
-struct SummaryLine<'a> {
-    #[serde(flatten)]
-    summary: &'a DeviceSummary,
-    warnings: &'a [Warning],
-}
-
 /// An error line of a file that loaded but has nothing to show, with its warnings
 /// (which often say why: segments on no device, say).
 #[derive(Serialize)]
@@ -423,8 +417,8 @@ fn summary(files: &[PathBuf], json: bool) -> io::Result<bool> {
                 all_ok &= !summaries.is_empty();
                 if json {
                     for summary in &summaries {
-                        let line = SummaryLine {
-                            summary,
+                        let line = WithWarnings {
+                            line: summary,
                             warnings: &warnings,
                         };
                         serde_json::to_writer(&mut out, &line)?;

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use memscope_fleet::{anomaly, compare, rank_anomalies, Align, RankModel, Thresholds};
 use memscope_report::{records_of, report_paths, Record, ReportFile};
 use memscope_snapshot::{
-    load_bytes as load_snapshot_bytes, load_reader, summarize, Snapshot, NONE, NO_TIME,
+    load_bytes as load_snapshot_bytes, load_reader, summarize, Snapshot, WithWarnings, NONE,
+    NO_TIME,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -31,14 +32,6 @@ create_exception!(
 );
 
 /// Serializes a result for the Python side.
-/// A JSON object with its file's warnings (as the CLI's `--json` lines carry them).
-#[derive(Serialize)]
-struct WithWarnings<'a, T: Serialize> {
-    #[serde(flatten)]
-    line: &'a T,
-    warnings: &'a [memscope_snapshot::Warning],
-}
-
 fn json(value: &impl Serialize) -> PyResult<String> {
     serde_json::to_string(value).map_err(|e| MemscopeError::new_err(format!("cannot encode: {e}")))
 }

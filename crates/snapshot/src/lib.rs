@@ -58,4 +58,4 @@ pub use segments::{
 };
 pub use sites::SiteTable;
 pub use summary::{base_name, rank_from_name, summarize, DeviceSummary};
-pub use warnings::{Warning, WarningKey, Warnings};
+pub use warnings::{Warning, WarningKey, Warnings, WithWarnings};

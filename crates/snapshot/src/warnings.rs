@@ -31,6 +31,17 @@ pub struct Warning {
     pub count: u64,
 }
 
+/// A JSON line with its file's warnings beside its own fields: how every `--json`
+/// line of the CLI and every result of the Python package carries them.
+#[derive(Serialize)]
+pub struct WithWarnings<'a, T: Serialize> {
+    /// The line's own fields.
+    #[serde(flatten)]
+    pub line: &'a T,
+    /// The warnings of the file the line comes from.
+    pub warnings: &'a [Warning],
+}
+
 impl Warnings {
     /// Counts one occurrence.
     pub fn add(&mut self, what: &'static str, detail: Option<StrId>) {
