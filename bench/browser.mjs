@@ -24,7 +24,7 @@
 // installed), and the bytes the server sent on the first visit.
 // Usage (after `./scripts/build-dist /memscope/` and
 // `cargo build --release -p memscope-bench`):
-//   node bench/browser.mjs [--large] [--json out.json] [--only small,ranks8] [--no-cpython]
+//   node bench/browser.mjs [--large] [--json out.json] [--only small,ranks8] [--no-cpython] [--no-start]
 // Inputs come from bench/scale.py into /tmp/memscope-bench (generated when missing).
 
 import { execFileSync } from 'node:child_process';

@@ -52,3 +52,11 @@ impl Decode {
         Ok(allocations as f64)
     }
 }
+
+/// Bytes of this instance's linear memory: what the decoder's heap grew to (wasm memory
+/// never shrinks, so after a load it is that load's high-water mark).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen]
+pub fn memory_bytes() -> f64 {
+    core::arch::wasm32::memory_size::<0>() as f64 * 65536.0
+}
