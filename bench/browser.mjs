@@ -172,10 +172,12 @@ async function workerMark(worker, name) {
   }
 }
 
-/** Navigates to the page and waits until `count` workers are warm; ms since navigation. */
-async function pageStart(page, server, count = 2) {
+/** Navigates to the page and waits until its workers are warm; ms since navigation. */
+async function pageStart(page, server) {
   await page.goto(server.url);
   const origin = await page.evaluate(() => performance.timeOrigin);
+  // The page starts two workers ahead of need, or one per core if fewer (crates/app pool).
+  const count = Math.min(2, await page.evaluate(() => navigator.hardwareConcurrency || 2));
   const deadline = Date.now() + 60000;
   for (;;) {
     const workers = page.workers();
