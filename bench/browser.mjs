@@ -1,21 +1,30 @@
 #!/usr/bin/env node
 // Browser benchmark: serves the release build (dist/, built with --public-url
-// /memscope/), opens headless Chromium, gives it generated snapshots through the file
-// input (as a drop would) on a page open for SETTLE_MS (as when a user drags files onto
-// an open page: its workers have compiled and warmed up), and reports, per input:
-//   - first paint: from the files being handed over to the first timeline drawn,
-//   - loaded: to every rank loaded and the timeline drawn (page marks `memscope:files`, `memscope:first-paint`,
-//     `memscope:loaded`, read from performance entries),
+// /memscope/), opens headless Chromium and reports, per input:
+//   - loaded on a page already open (warm): the files handed to the file input (as a
+//     drop would) after the page has been open SETTLE_MS (its workers have compiled and
+//     warmed up), until every rank is loaded and the timeline drawn; first paint too
+//     (page marks `memscope:files`, `memscope:first-paint`, `memscope:loaded`),
+//   - loaded on a page opened that moment (cold): a fresh browser, the files handed over
+//     the moment the page is ready (workers still compiling and warming up; not for
+//     --large, whose target has no cold column),
 //   - peak memory: the renderer process's resident memory (it holds the page's JS heap
 //     and every worker's wasm memory), peak during the load minus before it, sampled
 //     from /proc every 20 ms,
 //   - frame times of scripted zoom and pan (W/S/A/D, each frame waited for with a pixel
-//     read), median and p95 — relative figures only under SwiftShader,
-//   - CPython's pickle.load of the same file (reference column),
-//   - "cold": first paint and loaded again on a fresh page, the files handed over the
-//     moment it is ready (workers still compiling and warming up; not for --large).
-// Usage (after `./scripts/test` or a release build under /memscope/):
-//   node bench/browser.mjs [--large] [--json out.json] [--only small,ranks8]
+//     read), median and p95, and their ratio to the unscaled corpus file `base` —
+//     relative figures only under SwiftShader,
+//   - the worker's decode + model throughput (the rank cards' `decode` and `replay`
+//     stages) against the native build doing the same on the same files in this run
+//     (`memscope-bench --phase worker`, release build),
+//   - CPython's pickle.load of the same file (reference column).
+// Before the inputs: page start (navigation → every worker instantiated, and → every
+// worker warmed up; the workers' own `memscope:worker-ready` / `memscope:worker-warm`
+// marks) with an empty cache and with a warm one (second visit, service worker
+// installed), and the bytes the server sent on the first visit.
+// Usage (after `./scripts/build-dist /memscope/` and
+// `cargo build --release -p memscope-bench`):
+//   node bench/browser.mjs [--large] [--json out.json] [--only small,ranks8] [--no-cpython] [--no-start]
 // Inputs come from bench/scale.py into /tmp/memscope-bench (generated when missing).
 
 import { execFileSync } from 'node:child_process';
@@ -123,6 +132,7 @@ async function load(page, server, files, settleMs) {
     loaded_ms: Math.max(marks.loaded, marks.first) - marks.files,
     baseline,
     peak,
+    stages: await stagesOf(page),
   };
 }
 
@@ -130,11 +140,112 @@ async function cold(server, input, files) {
   if (input.large) return null;
   const b = await browser();
   try {
-    const { first_paint_ms, loaded_ms } = await load(b.page, server, files, 0);
-    return { first_paint_ms, loaded_ms };
+    const { first_paint_ms, loaded_ms, stages } = await load(b.page, server, files, 0);
+    return { first_paint_ms, loaded_ms, stages };
   } finally {
     await b.close();
   }
+}
+
+/** The rank cards' stages (`data-timings`: "queued 3 ms, read 40 ms, decode 70 ms, …"), summed over ranks. */
+async function stagesOf(page) {
+  const texts = await page.$$eval('[data-timings]', (cards) => cards.map((c) => c.dataset.timings));
+  const sum = {};
+  for (const text of texts) {
+    for (const part of text.split(', ')) {
+      const m = /^(\w+) (-?[\d.]+) ms$/.exec(part);
+      if (m) sum[m[1]] = (sum[m[1]] || 0) + Number(m[2]);
+    }
+  }
+  return { ranks: texts.length, ...sum };
+}
+
+/** A worker's mark as ms since the page's navigation started (null until it is set). */
+async function workerMark(worker, name) {
+  try {
+    return await worker.evaluate((n) => {
+      const e = performance.getEntriesByName(n)[0];
+      return e ? performance.timeOrigin + e.startTime : null;
+    }, name);
+  } catch {
+    return null; // The worker went away or is still starting.
+  }
+}
+
+/** Navigates to the page and waits until its workers are warm; ms since navigation. */
+async function pageStart(page, server) {
+  await page.goto(server.url);
+  const origin = await page.evaluate(() => performance.timeOrigin);
+  // The page starts two workers ahead of need, or one per core if fewer (crates/app pool).
+  const count = Math.min(2, await page.evaluate(() => navigator.hardwareConcurrency || 2));
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    const workers = page.workers();
+    if (workers.length >= count) {
+      const ready = await Promise.all(workers.map((w) => workerMark(w, 'memscope:worker-ready')));
+      const warm = await Promise.all(workers.map((w) => workerMark(w, 'memscope:worker-warm')));
+      if (warm.every((t) => t != null) && ready.every((t) => t != null)) {
+        const status = await page.evaluate(() => performance.getEntriesByType('navigation')[0]?.domContentLoadedEventEnd ?? null);
+        return {
+          dom_content_loaded_ms: status,
+          workers_ready_ms: Math.max(...ready) - origin,
+          workers_warm_ms: Math.max(...warm) - origin,
+        };
+      }
+    }
+    if (Date.now() > deadline) throw new Error('the workers did not report ready within 60 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * Page start with an empty cache (a fresh profile's first visit) and a warm one (the
+ * next visit, the service worker installed and its cache filled), and what the server
+ * sent for the first visit (until the service worker has cached the build).
+ */
+async function start(server) {
+  const b = await browser();
+  try {
+    const from = server.served.length;
+    const empty = await pageStart(b.page, server);
+    await b.page.evaluate(() => navigator.serviceWorker?.ready);
+    // The service worker's install fetches the build's files: give it time to finish.
+    await b.page.waitForTimeout(2000);
+    const first = server.served.slice(from);
+    const byPath = new Map();
+    for (const r of first) byPath.set(r.path, (byPath.get(r.path) || 0) + r.bytes);
+    const warmFrom = server.served.length;
+    const warm = await pageStart(b.page, server);
+    const second = server.served.slice(warmFrom);
+    return {
+      empty,
+      warm,
+      first_visit_bytes: first.reduce((n, r) => n + r.bytes, 0),
+      first_visit_requests: first.length,
+      first_visit_files: [...byPath].sort((a, b) => b[1] - a[1]),
+      second_visit_bytes: second.reduce((n, r) => n + r.bytes, 0),
+      second_visit_requests: second.length,
+    };
+  } finally {
+    await b.close();
+  }
+}
+
+/** Native seconds for the worker's decode + model on `files` (release memscope-bench), median of 3. */
+function nativeWorkerSeconds(files) {
+  const bin = join(here, '..', 'target', 'release', 'memscope-bench');
+  if (!existsSync(bin)) return null;
+  const runs = [];
+  for (let i = 0; i < 3; i++) {
+    let total = 0;
+    for (const f of files) {
+      const out = execFileSync(bin, ['--phase', 'worker', f], { encoding: 'utf8' });
+      total += JSON.parse(out).seconds;
+    }
+    runs.push(total);
+  }
+  runs.sort((a, b) => a - b);
+  return runs[1];
 }
 
 async function measure(server, input) {
@@ -179,6 +290,10 @@ async function measure(server, input) {
       instances: stats.instances,
       allocations: stats.allocations,
       errors,
+      stages: loaded.stages,
+      // Decode + model in the worker against the native build on the same files, now.
+      worker_decode_model_s: ((loaded.stages.decode || 0) + (loaded.stages.replay || 0)) / 1000,
+      native_decode_model_s: nativeWorkerSeconds(files),
       cpython_pickle_load_s: flag('--no-cpython') ? null : pickleLoadSeconds(files),
     };
   } finally {
@@ -192,14 +307,33 @@ async function measureBoth(server, input) {
   return result;
 }
 
+// The issue's targets (issue 13), ms: page opened that moment / already open.
+const targets = {
+  small: { cold: 350, warm: 200 },
+  medium: { cold: 650, warm: 500 },
+  ranks8: { cold: 800, warm: 500 },
+  large: { cold: null, warm: 5000, memory_bytes: 1 << 30 },
+};
+
 const server = await serve();
 const results = [];
+let startup = null;
 try {
+  if (!flag('--no-start')) startup = await start(server);
   for (const input of chosen) results.push(await measureBoth(server, input));
 } finally {
   await server.close();
 }
 const mib = (b) => (b / 1048576).toFixed(1);
+const ms = (v) => (v == null ? '-' : `${v.toFixed(0)} ms`);
+if (startup) {
+  console.log('\npage start (navigation → workers instantiated / warmed up)');
+  console.log(`  empty cache: DOMContentLoaded ${ms(startup.empty.dom_content_loaded_ms)}, workers ready ${ms(startup.empty.workers_ready_ms)}, warm ${ms(startup.empty.workers_warm_ms)}`);
+  console.log(`  warm cache:  DOMContentLoaded ${ms(startup.warm.dom_content_loaded_ms)}, workers ready ${ms(startup.warm.workers_ready_ms)}, warm ${ms(startup.warm.workers_warm_ms)}`);
+  console.log(`  first visit: ${(startup.first_visit_bytes / 1e6).toFixed(2)} MB in ${startup.first_visit_requests} responses (uncompressed bodies; 304s count 0)`);
+  for (const [path, bytes] of startup.first_visit_files) console.log(`    ${String(bytes).padStart(9)}  ${path}`);
+  console.log(`  second visit: ${(startup.second_visit_bytes / 1e6).toFixed(2)} MB in ${startup.second_visit_requests} responses`);
+}
 const baseFrame = results.find((r) => r.input === 'base')?.frame_ms_median;
 for (const r of results) r.frame_vs_base = baseFrame ? r.frame_ms_median / baseFrame : null;
 console.log('\ninput     files   MiB   allocations   first paint   loaded   peak MiB   frame med/p95 ms   ÷ base   instances   CPython load   cold: first paint / loaded');
@@ -214,5 +348,19 @@ for (const r of results) {
       (r.errors.length ? `  ERRORS: ${r.errors.join('; ')}` : ''),
   );
 }
+console.log('\nissue 13: page opened that moment (cold) / page already open (warm), loaded');
+console.log('input     cold loaded   target   warm loaded   target   memory growth   worker decode+model   native   worker ÷ native throughput');
+for (const r of results) {
+  const t = targets[r.input] || {};
+  const verdict = (v, target) => (target == null ? '   -  ' : v <= target ? ' met  ' : ' MISSED');
+  const ratio = r.native_decode_model_s && r.worker_decode_model_s ? r.native_decode_model_s / r.worker_decode_model_s : null;
+  console.log(
+    `${r.input.padEnd(8)} ${(r.cold ? ms(r.cold.loaded_ms) : '-').padStart(11)} ${(t.cold ? `≤${t.cold}` : '-').padStart(7)}${r.cold ? verdict(r.cold.loaded_ms, t.cold) : '       '}` +
+      `${ms(r.loaded_ms).padStart(10)} ${(t.warm ? `≤${t.warm}` : '-').padStart(7)}${verdict(r.loaded_ms, t.warm)}` +
+      `${(mib(r.peak_memory_bytes) + ' MiB').padStart(13)}${t.memory_bytes ? verdict(r.peak_memory_bytes, t.memory_bytes) : '       '}` +
+      `${(r.worker_decode_model_s.toFixed(3) + ' s').padStart(12)} ${(r.native_decode_model_s == null ? '-' : r.native_decode_model_s.toFixed(3) + ' s').padStart(9)}   ` +
+      (ratio == null ? '-' : `${(100 * ratio).toFixed(0)} %${ratio >= 0.75 ? '' : ' (target ≥ 75 %)'}`),
+  );
+}
 const jsonPath = value('--json');
-if (jsonPath) writeFileSync(jsonPath, JSON.stringify(results, null, 2));
+if (jsonPath) writeFileSync(jsonPath, JSON.stringify({ startup, results }, null, 2));

@@ -4,8 +4,12 @@
 //!   `memscope summary` does),
 //! - CPython `pickle.load`, with its garbage collector on (the default) and off,
 //!
-//! each in a fresh process so peak RSS is the phase's own. Prints a table and, with
-//! `--json PATH`, writes the figures as JSON.
+//! each in a fresh process so peak RSS is the phase's own. `--phase worker FILE` (not in
+//! the table) times natively what the page's rank worker times as *decode* + *replay*:
+//! the file already in memory, fed in the worker's 256 KiB pieces, then each device's
+//! model; `bench/browser.mjs` sets it beside the worker's own figures on the same file.
+//!
+//! Prints a table and, with `--json PATH`, writes the figures as JSON.
 //!
 //! ```text
 //! cargo run --release -p memscope-bench -- /tmp/memscope-bench/medium.pickle
@@ -19,7 +23,7 @@ use std::time::Instant;
 
 use memscope_pickle::scan::ScanBuilder;
 use memscope_pickle::Parser;
-use memscope_snapshot::{summarize, Loader};
+use memscope_snapshot::{summarize, Allocations, DeviceModel, Loader};
 use serde::{Deserialize, Serialize};
 
 /// One phase's figures on one file.
@@ -39,6 +43,9 @@ struct FileReport {
 }
 
 const CHUNK: usize = 1 << 20;
+
+/// The bytes the rank worker hands the decoder per call (`crates/worker/src/load.rs`).
+const WORKER_PIECE: usize = 256 * 1024;
 
 /// Peak resident set size of this process, from /proc (Linux).
 fn peak_rss_bytes() -> u64 {
@@ -69,8 +76,31 @@ fn stream(path: &Path, mut feed: impl FnMut(&[u8])) -> io::Result<()> {
 /// Runs one phase in this process and prints its measure as JSON.
 fn run_phase(phase: &str, path: &Path) -> Result<(), String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    // The worker's figures leave out waiting for the browser to read the file: so does
+    // this phase, which reads it before the clock starts.
+    let bytes = if phase == "worker" {
+        std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?
+    } else {
+        Vec::new()
+    };
     let start = Instant::now();
     match phase {
+        "worker" => {
+            let mut loader = Loader::new().with_total_len(len);
+            bytes
+                .chunks(WORKER_PIECE)
+                .try_for_each(|piece| loader.feed(piece))
+                .map_err(|e| e.to_string())?;
+            let snap = loader.finish().map_err(|e| e.to_string())?;
+            let models: Vec<DeviceModel> = snap
+                .devices()
+                .into_iter()
+                .map(|device| DeviceModel::new(&snap, Allocations::replay(&snap, device)))
+                .collect();
+            if models.is_empty() {
+                return Err("no device modelled".to_owned());
+            }
+        }
         "scan" => {
             let mut parser = Parser::new(ScanBuilder::default()).with_total_len(len);
             let mut failed = None;

@@ -28,9 +28,14 @@ const types = {
   '.webmanifest': 'application/manifest+json',
 };
 
-/** Serves `dist` under `prefix` on a free port; resolves to { url, close, requests }. */
+/**
+ * Serves `dist` under `prefix` on a free port; resolves to { url, close, requests,
+ * served }. `served` lists { path, status, bytes } (body bytes sent). Like GitHub Pages,
+ * files carry an ETag and a matching If-None-Match is answered 304 without a body.
+ */
 export async function serve(dir = dist) {
   const requests = [];
+  const served = [];
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     requests.push(path);
@@ -45,10 +50,19 @@ export async function serve(dir = dist) {
     }
     try {
       if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+      const info = await stat(file);
+      const etag = `"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+      if (req.headers['if-none-match'] === etag) {
+        served.push({ path, status: 304, bytes: 0 });
+        res.writeHead(304, { etag, 'cache-control': 'no-cache' }).end();
+        return;
+      }
       const body = await readFile(file);
+      served.push({ path, status: 200, bytes: body.length });
       res.writeHead(200, {
         'content-type': types[extname(file)] || 'application/octet-stream',
         'cache-control': 'no-cache',
+        etag,
       });
       res.end(body);
     } catch {
@@ -60,6 +74,7 @@ export async function serve(dir = dist) {
   return {
     url: `http://127.0.0.1:${port}${prefix}`,
     requests,
+    served,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
 }

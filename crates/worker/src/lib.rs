@@ -156,6 +156,9 @@ impl Worker for RankWorker {
     type Output = Response;
 
     fn create(_scope: &WorkerScope<Self>) -> Self {
+        // The wasm is compiled and instantiated: a file could be decoded from now on
+        // (bench/browser.mjs reads this mark for the page's start-up time).
+        mark("memscope:worker-ready");
         let busy = Rc::new(Cell::new(false));
         wasm_bindgen_futures::spawn_local(warmup::run(busy.clone()));
         RankWorker {
@@ -371,6 +374,16 @@ fn now_ms() -> f64 {
         .unchecked_into::<web_sys::WorkerGlobalScope>()
         .performance()
         .map_or(0.0, |p| p.now())
+}
+
+/// A `performance.mark` in this worker's timeline (read by the browser bench).
+fn mark(name: &str) {
+    if let Some(p) = js_sys::global()
+        .unchecked_into::<web_sys::WorkerGlobalScope>()
+        .performance()
+    {
+        let _ = p.mark(name);
+    }
 }
 
 /// `now_ms()` as milliseconds since the Unix epoch.

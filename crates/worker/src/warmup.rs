@@ -182,6 +182,8 @@ pub async fn run(busy: Rc<Cell<bool>>) {
         let _ = layout(&index, &TimelineView::full(&index, Axis::Time, 1600, 600));
         give_way().await;
     }
+    // Warm-up finished undisturbed (bench/browser.mjs reads this mark).
+    crate::mark("memscope:worker-warm");
 }
 
 #[cfg(test)]

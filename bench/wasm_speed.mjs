@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// The decoder in WebAssembly against the native build, side by side in one run: the rank
+// worker's decode + model (bench/examples/wasm_decode.rs, release, wasm-bindgen, then
+// wasm-opt at the worker's level as Trunk runs it) in Node's V8, fed in the 2 MiB chunks
+// a browser's File stream gives, and `memscope-bench --phase worker` (native, release)
+// on the same file, in turns. Each wasm run is a fresh process that decodes the file
+// twice: `first` starts on V8's baseline tier (a worker that had no warm-up), `second`
+// runs tiered up (a warmed-up worker). Prints medians and throughput ratios, and the
+// wasm memory after the first decode (its high-water mark: wasm memory never shrinks)
+// beside the native build's peak RSS streaming the same file (`--phase model`).
+// Usage:
+//   cargo build --release -p memscope-bench
+//   cargo build --release --target wasm32-unknown-unknown -p memscope-bench --example wasm_decode
+//   node bench/wasm_speed.mjs [--runs 5] [--build label=path[@level]]... FILE...
+// (--build: a build of the example, e.g. with other profile settings in another target
+// directory, and the wasm-opt level to run on it; several are run in turns.)
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const args = process.argv.slice(2);
+const value = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+
+// A child run: decode the file twice in this process, print the seconds as JSON.
+if (args[0] === '--child') {
+  const [, dir, file] = args;
+  const { Decode, memory_bytes } = createRequire(import.meta.url)(join(dir, 'wasm_decode.js'));
+  const bytes = readFileSync(file);
+  const CHUNK = 2 << 20;
+  const times = [];
+  let allocations = 0;
+  let memory = 0;
+  for (let round = 0; round < 2; round++) {
+    const t = performance.now();
+    const d = new Decode(bytes.length);
+    for (let at = 0; at < bytes.length; at += CHUNK) d.feed(bytes.subarray(at, Math.min(at + CHUNK, bytes.length)));
+    allocations = d.finish();
+    times.push((performance.now() - t) / 1000);
+    if (round === 0) memory = memory_bytes();
+  }
+  console.log(JSON.stringify({ first: times[0], second: times[1], allocations, memory }));
+  process.exit(0);
+}
+
+const runs = Number(value('--runs', '5'));
+// Builds to compare, run in turns with the native one: `--build label=path[@level]`
+// (repeatable; level is wasm-opt's, 3 as for the worker, 0 for none). Default: this
+// tree's release build of the example.
+const builds = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] !== '--build') continue;
+  const m = /^([^=]+)=(.+?)(?:@(\d))?$/.exec(args[i + 1] || '');
+  if (!m) {
+    console.error(`--build wants label=path[@level], not ${args[i + 1]}`);
+    process.exit(2);
+  }
+  builds.push({ label: m[1], raw: m[2], level: m[3] || '3' });
+}
+if (!builds.length) {
+  builds.push({ label: 'this tree', raw: join(root, 'target', 'wasm32-unknown-unknown', 'release', 'examples', 'wasm_decode.wasm'), level: '3' });
+}
+const files = args.filter((a, i) => !a.startsWith('--') && !['--runs', '--build'].includes(args[i - 1]));
+if (!files.length) {
+  console.error('usage: node bench/wasm_speed.mjs [--runs N] [--build label=path[@level]]... FILE...');
+  process.exit(2);
+}
+const native = join(root, 'target', 'release', 'memscope-bench');
+for (const p of [native, ...builds.map((b) => b.raw)]) {
+  if (!existsSync(p)) {
+    console.error(`missing ${p}: build it first (see the usage at the top of this file)`);
+    process.exit(2);
+  }
+}
+const opt = join(root, 'tests', 'browser', 'node_modules', '.bin', 'wasm-opt');
+for (const [i, b] of builds.entries()) {
+  b.dir = `/tmp/memscope-wasm-decode-${process.pid}-${i}`;
+  mkdirSync(b.dir, { recursive: true });
+  execFileSync('wasm-bindgen', ['--target', 'nodejs', '--out-dir', b.dir, b.raw]);
+  const wasm = join(b.dir, 'wasm_decode_bg.wasm');
+  // As Trunk runs it for the worker: the level alone.
+  if (b.level !== '0') execFileSync(opt, [`-O${b.level}`, '-o', wasm, wasm]);
+  b.bytes = statSync(wasm).size;
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+console.log(`${runs} runs of each, in turns (native, then each build); medians`);
+console.log('file                     MiB   build                     wasm MB   native s   wasm first s   wasm second s   wasm÷native throughput (first / second)   wasm memory MiB   native peak RSS MiB');
+for (const file of files) {
+  const bytes = statSync(file).size;
+  const n = [];
+  for (const b of builds) b.times = { first: [], second: [], memory: 0 };
+  for (let r = 0; r < runs; r++) {
+    n.push(JSON.parse(execFileSync(native, ['--phase', 'worker', file], { encoding: 'utf8' })).seconds);
+    for (const b of builds) {
+      const w = JSON.parse(execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', b.dir, file], { encoding: 'utf8', maxBuffer: 1 << 20 }));
+      b.times.first.push(w.first);
+      b.times.second.push(w.second);
+      b.times.memory = w.memory;
+    }
+  }
+  const nm = median(n);
+  const nativeRss = JSON.parse(execFileSync(native, ['--phase', 'model', file], { encoding: 'utf8' })).peak_rss_bytes;
+  for (const b of builds) {
+    const [fm, sm] = [median(b.times.first), median(b.times.second)];
+    console.log(
+      `${file.split('/').pop().padEnd(22)} ${(bytes / 1048576).toFixed(1).padStart(6)}   ${b.label.padEnd(24)} ${(b.bytes / 1e6).toFixed(2).padStart(7)} ${nm.toFixed(3).padStart(10)} ${fm.toFixed(3).padStart(13)} ${sm.toFixed(3).padStart(15)}   ` +
+        `${`${((100 * nm) / fm).toFixed(0)} % / ${((100 * nm) / sm).toFixed(0)} %`.padEnd(40)} ${(b.times.memory / 1048576).toFixed(0).padStart(15)} ${(nativeRss / 1048576).toFixed(0).padStart(21)}`,
+    );
+  }
+}
