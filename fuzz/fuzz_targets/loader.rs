@@ -5,7 +5,7 @@
 //! fuzzed too) and whether the loader is told the total length; the rest is the file.
 //!
 //! A counting allocator checks the memory bound on every input: beyond what the loaded
-//! snapshot keeps, loading uses at most 20 bytes per decoded step (pickle opcode, JSON
+//! snapshot keeps, loading uses at most 16 bytes per decoded step (pickle opcode, JSON
 //! byte) + 64 MiB.
 
 #![no_main]

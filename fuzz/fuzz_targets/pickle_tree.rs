@@ -1,7 +1,7 @@
 //! Fuzzes the pickle decoder with the plain tree builder and the tagged-JSON rendering.
 //! Errors are fine; panics, hangs and unbounded memory are not. A counting allocator
 //! checks the decoder's bound on every input: beyond the tree it keeps, decoding uses
-//! at most 20 bytes per opcode + 64 MiB (the snapshot reader's bound, `docs/semantics.md`).
+//! at most 16 bytes per opcode + 64 MiB (the snapshot reader's bound, `docs/semantics.md`).
 
 #![no_main]
 

@@ -481,6 +481,69 @@ test('a call site keeps its colour on every rank: legends and pixels of two rank
   }
 });
 
+/** A rank of one allocation per `[name, MiB]`, in that order (ids 0, 1, …), all live
+ * at the end. */
+function rankWithSizes(sites) {
+  const MiB = 1024 * 1024;
+  const trace = sites.map(([name, mib], k) => ({
+    action: 'alloc', addr: (k + 1) * 2 ** 32, size: mib * MiB, stream: 0, time_us: 1000 + 10 * k,
+    frames: [{ filename: `/home/me/model/${name}.py`, line: 7, name }],
+  }));
+  return JSON.stringify({ segments: [], device_traces: [trace] });
+}
+
+test('a call site outside a legend keeps its colour on every rank (pixels of two ranks)', async () => {
+  // Fifteen sites on each rank; a legend lists twelve. "swing" is in rank A's legend
+  // and below rank B's, "quiet" the other way round; "tail" and "tip" are below both,
+  // in opposite bytes orders (a colour given by each rank's own order would differ).
+  const common = Array.from({ length: 11 }, (_, k) => [`layer${k}`, 300 - 10 * k]);
+  const a = [...common, ['swing', 400], ['quiet', 70], ['tail', 60], ['tip', 55]];
+  const bSites = [...common, ['swing', 70], ['quiet', 250], ['tail', 55], ['tip', 60]];
+  const dir = await mkdtemp(join(scratch, 'outside-'));
+  await writeFile(join(dir, 'rankA.json'), rankWithSizes(a));
+  await writeFile(join(dir, 'rankB.json'), rankWithSizes(bSites));
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await dropFiles(page, ['rankA.json', 'rankB.json'].map((f) => join(dir, f)));
+    await page.waitForFunction(() => document.querySelectorAll('.device[data-peak-allocated-bytes]').length === 2, null, { timeout: 60000 });
+    const ids = [11, 12, 13, 14]; // swing, quiet, tail, tip on both ranks
+    const got = {};
+    for (const file of ['rankA.json', 'rankB.json']) {
+      got[file] = await rankColours(page, file, ids);
+      await screenshot(page, `sites-colour-outside-${file.split('.')[0]}`);
+    }
+    const A = got['rankA.json'];
+    const B = got['rankB.json'];
+    const name = (label) => label.split(' ')[0];
+    const inLegend = (legend, n) => [...legend.keys()].some((l) => name(l) === n);
+    assert.equal(A.legend.size, 12);
+    assert.equal(B.legend.size, 12);
+    assert.ok(inLegend(A.legend, 'swing') && !inLegend(B.legend, 'swing'));
+    assert.ok(inLegend(B.legend, 'quiet') && !inLegend(A.legend, 'quiet'));
+    for (const n of ['tail', 'tip']) assert.ok(!inLegend(A.legend, n) && !inLegend(B.legend, n), n);
+    for (const [k, n] of ['swing', 'quiet', 'tail', 'tip'].entries()) {
+      assert.equal(name(A.drawn[k].site), n);
+      assert.equal(name(B.drawn[k].site), n);
+      // One site, one colour, listed in this rank's legend or not.
+      assert.equal(B.drawn[k].colour, A.drawn[k].colour, `${n}: ${A.drawn[k].colour} on A, ${B.drawn[k].colour} on B`);
+    }
+    // Listed on one rank, drawn below the other's legend: in the listed colour.
+    assert.equal(A.drawn[0].colour, A.legend.get(A.drawn[0].site));
+    assert.equal(B.drawn[1].colour, B.legend.get(B.drawn[1].site));
+    // Thirteen legend sites in all: each legend's colours are distinct, and the sites no
+    // legend lists take colours neither legend uses.
+    for (const { legend } of [A, B]) assert.equal(new Set(legend.values()).size, legend.size);
+    const listed = new Set([...A.legend.values(), ...B.legend.values()]);
+    assert.equal(listed.size, 13);
+    for (const k of [2, 3]) assert.ok(!listed.has(A.drawn[k].colour), `${A.drawn[k].site} drawn in legend colour ${A.drawn[k].colour}`);
+    assert.deepEqual(b.errors, []);
+  } finally {
+    await b.close();
+  }
+});
+
 test('no two call sites of a legend share a colour; "(no call stack)" alone is hatched, on the canvas too', async () => {
   // Every corpus file with a trace. win-paths-compile-context.pickle has 1,066
   // allocations recorded without a stack in its trace (CPython: alloc entries without

@@ -79,9 +79,10 @@ pub struct App {
     pub show_noise: bool,
     next_key: u32,
     next_request: u32,
-    /// Palette entries of call sites (label, entry) from the legends seen, sent with
-    /// every strips request so that a call site keeps its colour on every rank.
-    palette: Vec<(String, u8)>,
+    /// The call sites' palette entries, decided from the legends of every rank seen;
+    /// their entries go with every strips request so that a call site keeps its colour
+    /// on every rank.
+    palette: memscope_render::palette::SitePalette,
     /// A strips request is in flight; another is due when it answers.
     in_flight: bool,
     /// Set when the view changed while a request was in flight.
@@ -120,7 +121,7 @@ impl App {
             show_noise: false,
             next_key: 1,
             next_request: 1,
-            palette: Vec::new(),
+            palette: Default::default(),
             in_flight: false,
             dirty: false,
             load_started_ms: 0.0,
@@ -366,42 +367,21 @@ impl App {
                 // Each worker sends a freshly loaded rank's first view unasked (request
                 // 0); while several ranks load, only the shown one's is taken. An answer
                 // to a request ends it even when it is for a device no longer shown.
-                // The first legend seen fixes its call sites' colours for every rank;
-                // later ones add the sites it lacked: in their own entry when it is
-                // free, else in the first free one (left to each rank, such a site
-                // could take different entries on different ranks).
-                let slots = memscope_render::palette::PALETTE.len();
-                for entry in &strips.legend {
-                    let Some(own) = memscope_render::palette::PALETTE
-                        .iter()
-                        .position(|&c| c == entry.color)
-                    else {
-                        continue;
-                    };
-                    if self.palette.iter().any(|(l, _)| *l == entry.label) {
-                        continue;
-                    }
-                    let taken =
-                        |slot: usize| self.palette.iter().any(|&(_, s)| usize::from(s) == slot);
-                    let slot = if taken(own) {
-                        (0..slots).find(|&s| !taken(s))
-                    } else {
-                        Some(own)
-                    };
-                    if let Some(slot) = slot {
-                        self.palette.push((entry.label.clone(), slot as u8));
-                    }
-                }
-                // A rank's first view comes unasked, in its own colours: ask again
-                // with the palette when they differ from it.
-                let recolor = strips.legend.iter().any(|e| {
-                    self.palette.iter().any(|(l, s)| {
-                        *l == e.label
-                            && memscope_render::palette::PALETTE[usize::from(*s)] != e.color
-                    })
-                });
+                // Every legend seen decides the colours of all ranks (`SitePalette`).
+                // When they change, the shown view is asked for again in them; so is a
+                // rank's first view, which comes unasked in its own colours, when those
+                // differ.
+                let legend = strips
+                    .legend
+                    .iter()
+                    .map(|e| (e.label.clone(), e.bytes as u64))
+                    .collect();
+                let changed = self
+                    .palette
+                    .set_legend(strips.rank_key, strips.device, legend);
+                let stale = strips.palette.as_slice() != self.palette.entries();
                 let taken = t.set_strips(*strips);
-                if taken && recolor {
+                if changed || (taken && stale) {
                     t.recolor = true;
                 }
                 if request != 0 || taken {
@@ -566,7 +546,7 @@ impl App {
                 device,
                 request,
                 view,
-                palette: self.palette.clone(),
+                palette: self.palette.entries().to_vec(),
             },
         );
     }

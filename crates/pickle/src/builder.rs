@@ -59,6 +59,12 @@ pub enum BuildError {
     MemoMissing(u32),
     /// The memo would need more than `u32::MAX` entries.
     MemoFull,
+    /// More than `limit` memo entries stored out of order (CPython stores every entry
+    /// at the next index): refused so the memo's memory stays bounded.
+    MemoScattered {
+        /// The most out-of-order entries the memo holds.
+        limit: u32,
+    },
     /// An operation on the wrong kind of value, e.g. appending to a dict.
     WrongType {
         /// What the operation needs.
@@ -93,6 +99,13 @@ impl fmt::Display for BuildError {
                 write!(f, "refers to memo entry {index}, which was never stored")
             }
             BuildError::MemoFull => write!(f, "stores more than 4,294,967,295 memo entries"),
+            BuildError::MemoScattered { limit } => write!(
+                f,
+                "stores more than {} memo entries out of order, where CPython's pickle \
+                 stores each at the next index, so memscope stops reading here to keep \
+                 its memory bounded (the file is corrupt or not written by pickle)",
+                crate::error::group_digits(u64::from(*limit))
+            ),
             BuildError::WrongType { expected, found } => write!(
                 f,
                 "needs a {expected} to add to, but the value below its MARK is a {found}: \
@@ -243,6 +256,12 @@ pub struct Memo<V> {
 /// Entries from which the dense memo grows by an eighth instead of doubling.
 const LARGE_MEMO: usize = 1 << 16;
 
+/// The most entries the memo keeps out of order (in its hash map). A hash map entry
+/// costs up to about 60 bytes while the map grows, far beyond the 16 bytes per opcode
+/// the readers promise; CPython never writes such an entry, so a few hundred thousand
+/// (under 13 MiB) is generous.
+pub const MAX_SCATTERED_MEMO: u32 = 1 << 18;
+
 /// A run of in-order memo indices that one value stands for.
 #[derive(Clone, Debug)]
 struct Run<V> {
@@ -347,10 +366,25 @@ impl<V> Memo<V> {
         self.dense.pop()
     }
 
-    /// Resolves a slot to a concrete index.
+    /// Resolves a slot to a concrete index; refuses an index that would add an entry
+    /// out of order beyond [`MAX_SCATTERED_MEMO`].
     pub fn index_for(&self, slot: MemoSlot) -> Result<u32, BuildError> {
         match slot {
-            MemoSlot::At(index) => Ok(index),
+            MemoSlot::At(index) => {
+                if self.sparse.len() >= MAX_SCATTERED_MEMO as usize
+                    && !self.sparse.contains_key(&index)
+                    && match self.place(index) {
+                        Place::Dense(_) => false,
+                        Place::Run(_) => true,
+                        Place::Beyond => index as usize != self.next_in_order(),
+                    }
+                {
+                    return Err(BuildError::MemoScattered {
+                        limit: MAX_SCATTERED_MEMO,
+                    });
+                }
+                Ok(index)
+            }
             MemoSlot::Next => u32::try_from(self.len()).map_err(|_| BuildError::MemoFull),
         }
     }
@@ -455,6 +489,27 @@ mod tests {
         assert_eq!(memo.get(4_000_000_000), Some(&7));
         assert_eq!(memo.get(3), None);
         assert!(memo.dense.capacity() < 100);
+    }
+
+    #[test]
+    fn scattered_entries_are_bounded() {
+        let mut memo = Memo::default();
+        memo.put(0, 0u8);
+        for k in 1..=MAX_SCATTERED_MEMO {
+            let index = memo.index_for(MemoSlot::At(2 * k)).unwrap();
+            memo.put(index, 1);
+        }
+        assert_eq!(
+            memo.index_for(MemoSlot::At(1_000_000_001)),
+            Err(BuildError::MemoScattered {
+                limit: MAX_SCATTERED_MEMO
+            })
+        );
+        // Replacing an entry, or storing at the next index, is still fine.
+        assert_eq!(memo.index_for(MemoSlot::At(4)), Ok(4));
+        assert_eq!(memo.index_for(MemoSlot::At(0)), Ok(0));
+        assert_eq!(memo.index_for(MemoSlot::At(1)), Ok(1));
+        assert_eq!(memo.index_for(MemoSlot::Next), Ok(1 + MAX_SCATTERED_MEMO));
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub mod scan;
 pub mod text;
 pub mod tree;
 
-pub use builder::{BuildError, Builder, BytesKind, ContainerKind, Memo, MemoSlot};
+pub use builder::{
+    BuildError, Builder, BytesKind, ContainerKind, Memo, MemoSlot, MAX_SCATTERED_MEMO,
+};
 pub use error::{group_digits, Error, ErrorKind};
 pub use parser::{Parser, Progress};

@@ -273,6 +273,10 @@ pub struct Strips {
     pub peak: (f64, f64),
     /// Call sites with the most bytes at the peak.
     pub legend: Vec<LegendEntry>,
+    /// The legend sites' palette entries the view is coloured by
+    /// (`memscope_render::palette::SitePalette::entries`): the page asks again when
+    /// they are not the ones it decided.
+    pub palette: Vec<(String, u8)>,
     /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
     pub aggregates: Vec<AggregateSummary>,
     /// The call sites the aggregates name: (site, label, RGBA8 colour).

@@ -100,6 +100,9 @@ pub struct TimelineIndex {
     pub(crate) site_palette: Vec<u8>,
     /// The palette entries last followed ([`TimelineIndex::follow_palette`]).
     pub(crate) followed: Option<Vec<(String, u8)>>,
+    /// The legend sites' entries the sites are coloured by (the ones followed, or
+    /// those of this device's own legend).
+    pub(crate) palette_entries: Vec<(String, u8)>,
 }
 
 impl TimelineIndex {
@@ -136,6 +139,7 @@ impl TimelineIndex {
                 .map(|l| palette::palette_index_of(l))
                 .collect(),
             followed: None,
+            palette_entries: Vec::new(),
         };
         for rank in 0..count {
             let id = id_of_rank(rank, before, traced);
@@ -424,79 +428,49 @@ impl TimelineIndex {
         }
     }
 
-    /// Gives the call sites distinct palette entries in the order of their bytes at the
-    /// peak (the legend's order; ties by the label's hash, then the label), as many as
-    /// the palette has; the rest keep their label's hash. Allocations without a call
-    /// stack get [`palette::NO_STACK_INDEX`].
+    /// Colours the call sites as [`palette::SitePalette`] decides from this device's
+    /// legend alone: what a rank shows before the page has seen the other ranks.
     fn assign_palette(&mut self) {
         self.follow_palette(&[]);
     }
 
-    /// Assigns palette entries as [`TimelineIndex::new`] does, except that the call
-    /// sites named in `fixed` (label, palette index) take those entries first: the page
-    /// passes the entries another rank gave, so a call site keeps its colour on every
-    /// rank. The other sites take the entries left, in bytes order. Returns whether any
-    /// colour changed.
+    /// Colours the call sites by the palette entries the page decided from the legends
+    /// of every loaded rank (`fixed`: the legend sites' entries,
+    /// [`palette::SitePalette::entries`]), or, when `fixed` is empty, from this
+    /// device's own legend. Every site's entry follows from `fixed` and its label alone
+    /// ([`palette::SitePalette::slot_of`]), so a site has one colour on every rank that
+    /// is given the same entries. Returns whether any colour changed.
     pub fn follow_palette(&mut self, fixed: &[(String, u8)]) -> bool {
         // Every strips request carries the page's palette: most change nothing.
         if self.followed.as_deref() == Some(fixed) {
             return false;
         }
         self.followed = Some(fixed.to_vec());
-        let before = self.site_palette.clone();
-        let (bytes, _) = self.site_bytes_at(self.peak.moment);
-        let hashes: Vec<u8> = self
+        let sites = if fixed.is_empty() {
+            let own: Vec<(String, u64)> = legend(self, palette::LEGEND_SITES)
+                .into_iter()
+                .map(|e| (e.label, e.bytes))
+                .collect();
+            palette::SitePalette::from_legends(&[own])
+        } else {
+            palette::SitePalette::from_entries(fixed)
+        };
+        self.palette_entries = sites.entries().to_vec();
+        let before = std::mem::take(&mut self.site_palette);
+        self.site_palette = self
             .model
             .sites
             .allocation_labels()
             .iter()
-            .map(|l| palette::palette_index_of(l))
+            .map(|l| sites.slot_of(l))
             .collect();
-        let mut order: Vec<usize> = (0..self.model.sites.allocation_labels().len()).collect();
-        order.sort_by(|&a, &b| {
-            bytes[b]
-                .cmp(&bytes[a])
-                .then_with(|| hashes[a].cmp(&hashes[b]))
-                .then_with(|| {
-                    self.model.sites.allocation_labels()[a]
-                        .cmp(&self.model.sites.allocation_labels()[b])
-                })
-        });
-        let slots = palette::PALETTE.len();
-        let mut used = vec![false; slots];
-        let mut placed = vec![false; self.model.sites.allocation_labels().len()];
-        for (label, slot) in fixed {
-            let slot = *slot as usize;
-            if slot >= slots || used[slot] {
-                continue;
-            }
-            if let Some(site) = self
-                .model
-                .sites
-                .allocation_labels()
-                .iter()
-                .position(|l| l == label)
-            {
-                if label != NO_STACK_LABEL && !placed[site] {
-                    self.site_palette[site] = slot as u8;
-                    used[slot] = true;
-                    placed[site] = true;
-                }
-            }
-        }
-        let mut free = (0..slots).filter(|&s| !used[s]);
-        for site in order {
-            if placed[site] {
-                continue;
-            }
-            self.site_palette[site] =
-                if self.model.sites.allocation_labels()[site] == NO_STACK_LABEL {
-                    palette::NO_STACK_INDEX
-                } else {
-                    free.next().map_or(hashes[site], |slot| slot as u8)
-                };
-        }
         self.site_palette != before
+    }
+
+    /// The legend sites' palette entries the call sites are coloured by
+    /// ([`palette::SitePalette::entries`]).
+    pub fn palette_entries(&self) -> &[(String, u8)] {
+        &self.palette_entries
     }
 
     /// Requested bytes and allocation counts per call site live at moment `m`.

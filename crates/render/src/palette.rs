@@ -7,10 +7,10 @@
 //! - [`PALETTE`]: 20 colours for allocations, chosen for lightness 46–79 (CIELAB) and
 //!   chroma ≥ 39, so each reads on a white and on a near-black background, and a
 //!   minimum pairwise distance of ΔE*76 ≥ 18, so neighbouring bands stay apart. An
-//!   allocation's colour is [`palette_index_of`] its call site's label: the same call
-//!   site gets the same colour in every file and on every rank.
-//!   Within one device the call sites holding the most bytes at the peak take distinct
-//!   entries (see `TimelineIndex`); the hash only places the others and breaks ties.
+//!   [`SitePalette`] decides which entry each call site takes, for all loaded ranks
+//!   at once: the sites of the legends take distinct entries in bytes order, every
+//!   other site an entry they left free by its label's hash, so a site has one colour
+//!   on every rank and no two sites of a legend share one.
 //! - [`NO_STACK`]: allocations recorded without a call stack, a dark grey the renderer
 //!   draws hatched (its alpha is [`NO_STACK_ALPHA`]), a style no call site has.
 //! - [`AGGREGATE`]: the neutral grey of lumped sub-pixel allocations of several call
@@ -18,7 +18,163 @@
 //! - [`pending`]: the lighter shade of a band while its allocation is pending free.
 //! - [`overlay_color`]: the overlay lines and the peak marker, per [`Theme`].
 
+use memscope_snapshot::frames::NO_STACK_LABEL;
 use serde::{Deserialize, Serialize};
+
+/// How many call sites a legend lists: the sites holding the most bytes at a device's
+/// peak (`memscope_render::legend`).
+pub const LEGEND_SITES: usize = 12;
+
+/// A legend's call sites: label, requested bytes live at the peak.
+pub type Legend = Vec<(String, u64)>;
+
+/// The palette entries of call sites across every loaded rank: one rule, applied by
+/// each rank's `TimelineIndex` (which colours its sites with [`SitePalette::slot_of`])
+/// and decided by the page from the legends of all ranks ([`SitePalette::set_legend`]),
+/// so that a call site has the same colour on every rank.
+///
+/// The rule, from the legends (each device's [`LEGEND_SITES`] sites with the most bytes
+/// at its peak):
+/// 1. the sites listed in any legend, ordered by their largest bytes in any legend (ties
+///    by [`palette_index_of`] their label, then the label), take entries: the first
+///    [`PALETTE`]`.len()` take entries 0, 1, 2, … in that order (all distinct); each
+///    later one takes the first entry no site it shares a legend with has (its label's
+///    hash when there is none);
+/// 2. every other site takes one of the entries step 1 left free, chosen by its label's
+///    hash (its label's hash when none is free): a function of the label and of the
+///    legend sites alone, so the same on every rank;
+/// 3. "(no call stack)" takes [`NO_STACK_INDEX`], a style no call site has.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SitePalette {
+    /// The legends the entries were decided from, by source (rank key, device).
+    legends: Vec<((u32, i32), Legend)>,
+    /// The legend sites' entries, sorted by label.
+    entries: Vec<(String, u8)>,
+    /// Entries no legend site has, ascending.
+    free: Vec<u8>,
+}
+
+impl SitePalette {
+    /// Decides the entries from `legends` (label, bytes at the peak), one per device.
+    pub fn from_legends(legends: &[Legend]) -> SitePalette {
+        let mut palette = SitePalette::default();
+        for (k, legend) in legends.iter().enumerate() {
+            palette.legends.push(((k as u32, 0), legend.clone()));
+        }
+        palette.decide();
+        palette
+    }
+
+    /// The palette a rank is told: the legend sites' entries as the page decided them
+    /// ([`SitePalette::entries`]); the free entries follow from them.
+    pub fn from_entries(entries: &[(String, u8)]) -> SitePalette {
+        let mut palette = SitePalette {
+            legends: Vec::new(),
+            entries: entries.to_vec(),
+            free: Vec::new(),
+        };
+        palette.entries.sort();
+        palette.entries.dedup_by(|a, b| a.0 == b.0);
+        palette.free = free_entries(&palette.entries);
+        palette
+    }
+
+    /// Records the legend of device `device` of rank `rank_key` (replacing an earlier
+    /// one of the same device) and decides the entries again. Returns whether any
+    /// entry changed.
+    pub fn set_legend(&mut self, rank_key: u32, device: i32, legend: Legend) -> bool {
+        let source = (rank_key, device);
+        match self.legends.iter_mut().find(|(s, _)| *s == source) {
+            Some((_, old)) if *old == legend => return false,
+            Some((_, old)) => *old = legend,
+            None => self.legends.push((source, legend)),
+        }
+        let before = std::mem::take(&mut self.entries);
+        self.decide();
+        self.entries != before
+    }
+
+    /// The legend sites' entries (label, entry), sorted by label: what each rank is sent.
+    pub fn entries(&self) -> &[(String, u8)] {
+        &self.entries
+    }
+
+    /// The palette entry of the call site labelled `label` (see the rule above).
+    pub fn slot_of(&self, label: &str) -> u8 {
+        if label == NO_STACK_LABEL {
+            return NO_STACK_INDEX;
+        }
+        if let Ok(i) = self
+            .entries
+            .binary_search_by(|(l, _)| l.as_str().cmp(label))
+        {
+            return self.entries[i].1;
+        }
+        if self.free.is_empty() {
+            palette_index_of(label)
+        } else {
+            self.free[(fnv1a(label.as_bytes()) % self.free.len() as u64) as usize]
+        }
+    }
+
+    /// Step 1 of the rule, from `self.legends`.
+    fn decide(&mut self) {
+        // Each legend site with its largest bytes, and the sites it shares a legend with.
+        let mut sites: Vec<(&str, u64)> = Vec::new();
+        for (_, legend) in &self.legends {
+            for (label, bytes) in legend {
+                if label == NO_STACK_LABEL {
+                    continue;
+                }
+                match sites.iter_mut().find(|(l, _)| l == label) {
+                    Some((_, most)) => *most = (*most).max(*bytes),
+                    None => sites.push((label, *bytes)),
+                }
+            }
+        }
+        sites.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| palette_index_of(a.0).cmp(&palette_index_of(b.0)))
+                .then_with(|| a.0.cmp(b.0))
+        });
+        let position = |label: &str| sites.iter().position(|(l, _)| *l == label);
+        let mut neighbours: Vec<Vec<usize>> = vec![Vec::new(); sites.len()];
+        for (_, legend) in &self.legends {
+            let listed: Vec<usize> = legend.iter().filter_map(|(l, _)| position(l)).collect();
+            for &a in &listed {
+                neighbours[a].extend(listed.iter().copied().filter(|&b| b != a));
+            }
+        }
+        let slots = PALETTE.len();
+        let mut slot_of: Vec<u8> = Vec::with_capacity(sites.len());
+        for (k, (label, _)) in sites.iter().enumerate() {
+            let slot = if k < slots {
+                k as u8
+            } else {
+                let taken = |s: u8| neighbours[k].iter().any(|&n| n < k && slot_of[n] == s);
+                (0..slots as u8)
+                    .find(|&s| !taken(s))
+                    .unwrap_or_else(|| palette_index_of(label))
+            };
+            slot_of.push(slot);
+        }
+        let mut entries: Vec<(String, u8)> = sites
+            .iter()
+            .zip(slot_of)
+            .map(|((label, _), slot)| ((*label).to_owned(), slot))
+            .collect();
+        entries.sort();
+        self.free = free_entries(&entries);
+        self.entries = entries;
+    }
+}
+
+/// The palette entries no site of `entries` has.
+fn free_entries(entries: &[(String, u8)]) -> Vec<u8> {
+    (0..PALETTE.len() as u8)
+        .filter(|s| !entries.iter().any(|(_, e)| e == s))
+        .collect()
+}
 
 /// Packs a colour: `u32::from_le_bytes([r, g, b, a])`.
 pub const fn rgba(r: u8, g: u8, b: u8, a: u8) -> u32 {

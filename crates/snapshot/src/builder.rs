@@ -4,7 +4,7 @@
 //! their parent (the [`Builder`] contract: CPython writes a container completely before
 //! it places it). At that moment a dict is recognised by its keys — a trace entry has
 //! `action`, a frame `filename`, a segment `total_size`, a block `state`, … — and its
-//! fields go straight into columns; what remains of it is a 16-byte [`V`] such as
+//! fields go straight into columns; what remains of it is a 12-byte [`V`] such as
 //! `Event(17)`. A list of frames becomes an interned stack; a list of consecutive
 //! records becomes a run (`start, len`), so a trace of millions of entries is one
 //! range. The memo entry that pointed at the open container is rewritten to the
@@ -35,7 +35,40 @@ pub const UNREAD_BUDGET_BYTES: usize = 32 << 20;
 /// limit keeps every recursive walk of generic values shallow).
 pub const MAX_DEPTH: u32 = 256;
 
-/// A handle to a value under construction or finalized.
+/// A 64-bit scalar kept at 4-byte alignment, so that a [`V`] takes 12 bytes instead of
+/// 16: the decoder's stack and the memo hold one `V` per value, and at 12 bytes (plus
+/// their growth by an eighth) an opcode costs at most 13.5 bytes, within the memory
+/// bound of 16 bytes per opcode (`docs/semantics.md`).
+#[derive(Clone, Copy)]
+#[repr(C, packed(4))]
+pub struct Word<T: Copy>(T);
+
+impl<T: Copy> Word<T> {
+    /// The value.
+    #[inline(always)]
+    pub fn get(self) -> T {
+        self.0
+    }
+}
+
+impl<T: Copy + PartialEq> PartialEq for Word<T> {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.0, other.0);
+        a == b
+    }
+}
+
+impl<T: Copy + std::fmt::Debug> std::fmt::Debug for Word<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.0;
+        v.fmt(f)
+    }
+}
+
+// The memory bound rests on this size (see `Word`).
+const _: () = assert!(size_of::<V>() == 12);
+
+/// A handle to a value under construction or finalized (12 bytes, see [`Word`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum V {
     /// `None`.
@@ -43,11 +76,11 @@ pub enum V {
     /// A boolean.
     Bool(bool),
     /// An `i64`.
-    Int(i64),
+    Int(Word<i64>),
     /// A wider integer: index into the builder's big-int store.
     Big(u32),
     /// A float.
-    Float(f64),
+    Float(Word<f64>),
     /// An interned string.
     Str(StrId),
     /// Bytes: index into the builder's byte store.
@@ -806,7 +839,7 @@ impl SnapshotBuilder {
 
     fn as_i128(&self, v: V) -> Option<i128> {
         match v {
-            V::Int(i) => Some(i128::from(i)),
+            V::Int(i) => Some(i128::from(i.get())),
             V::Bool(b) => Some(i128::from(b)),
             V::Big(id) => match &self.bigs[id as usize] {
                 BigInt::Fits(i) => Some(*i),
@@ -1241,7 +1274,10 @@ impl SnapshotBuilder {
                         .unwrap_or(StrId(key::EMPTY))
                 }
                 key::SEGMENT_POOL_ID => pool = self.pool_id(v),
-                key::IS_EXPANDABLE => expandable = matches!(v, V::Bool(true) | V::Int(1)),
+                key::IS_EXPANDABLE => {
+                    expandable =
+                        matches!(v, V::Bool(true)) || matches!(v, V::Int(i) if i.get() == 1)
+                }
                 key::FRAMES => stack = self.stack_field(v, "segment frames that are not frames"),
                 key::BLOCKS => {
                     blocks =
@@ -1252,7 +1288,7 @@ impl SnapshotBuilder {
         }
         let stream = match stream {
             Some(code) => code,
-            None => self.stream_code(V::Int(0)),
+            None => self.stream_code(V::Int(Word(0))),
         };
         // torch ≤ 2.0 blocks carry no address: they tile the segment in order.
         let mut next = address;
@@ -1680,8 +1716,8 @@ impl SnapshotBuilder {
                 },
                 value: match p[1] {
                     V::Bool(b) => SettingValue::Bool(b),
-                    V::Int(i) => SettingValue::Int(i),
-                    V::Float(f) => SettingValue::Float(f),
+                    V::Int(i) => SettingValue::Int(i.get()),
+                    V::Float(f) => SettingValue::Float(f.get()),
                     other => SettingValue::Text(self.text(other)),
                 },
             })
@@ -1701,12 +1737,12 @@ impl SnapshotBuilder {
             V::None => write!(out, "None"),
             V::Bool(true) => write!(out, "True"),
             V::Bool(false) => write!(out, "False"),
-            V::Int(i) => write!(out, "{i}"),
+            V::Int(i) => write!(out, "{}", i.get()),
             V::Big(id) => match &self.bigs[id as usize] {
                 BigInt::Fits(i) => write!(out, "{i}"),
                 BigInt::Huge(le) => write!(out, "{}", memscope_pickle::tree::le_to_decimal(le)),
             },
-            V::Float(f) => write!(out, "{}", memscope_pickle::tree::python_float_repr(f)),
+            V::Float(f) => write!(out, "{}", memscope_pickle::tree::python_float_repr(f.get())),
             V::Str(s) => write!(out, "{:?}", self.snap.strings.get(s)),
             V::Bytes(id) => write!(
                 out,
@@ -1770,7 +1806,7 @@ impl Builder for SnapshotBuilder {
 
     #[inline]
     fn int(&mut self, value: i64) -> V {
-        V::Int(value)
+        V::Int(Word(value))
     }
 
     fn big_int(&mut self, le: &[u8]) -> Result<V, BuildError> {
@@ -1790,7 +1826,7 @@ impl Builder for SnapshotBuilder {
     }
 
     fn float(&mut self, value: f64) -> V {
-        V::Float(value)
+        V::Float(Word(value))
     }
 
     #[inline]

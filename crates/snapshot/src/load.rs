@@ -254,7 +254,7 @@ impl Loader {
 
     /// Steps decoded so far: pickle opcodes, or bytes of JSON (after gzip). Memory
     /// bounds are stated per step: beyond what the snapshot keeps, loading uses at
-    /// most 20 bytes per step + 64 MiB (see `docs/semantics.md`).
+    /// most 16 bytes per step + 64 MiB (see `docs/semantics.md`).
     pub fn decoded_steps(&self) -> u64 {
         match &self.stage {
             Stage::Start(_) => 0,

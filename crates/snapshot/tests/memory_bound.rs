@@ -11,7 +11,7 @@
 //! | 10 million memoized lists left on the stack | 942 MB | ≤ 230 MiB |
 //!
 //! and the general bound (`docs/semantics.md`) on every kind of value: memory beyond
-//! what the loaded snapshot keeps is at most 20 bytes per opcode + 64 MiB.
+//! what the loaded snapshot keeps is at most 16 bytes per opcode + 64 MiB.
 
 #![allow(unsafe_code)] // the counting allocator only
 
@@ -368,12 +368,24 @@ fn value_kinds(n: usize) -> Vec<(&'static str, Vec<u8>, bool)> {
             on_stack(n, |o, i| o.push(if i == 0 { b'N' } else { b'2' })),
             true,
         ),
+        (
+            "one value memoized at scattered indices",
+            on_stack(n, |o, i| {
+                if i == 0 {
+                    o.push(b'N');
+                } else {
+                    o.push(b'r');
+                    o.extend_from_slice(&(2 * i as u32).to_le_bytes());
+                }
+            }),
+            false,
+        ),
     ]
 }
 
 /// The general bound: beyond what the loaded snapshot keeps, at most this many bytes
 /// per opcode + 64 MiB (as `docs/semantics.md` states and the fuzz targets assert).
-const BYTES_PER_OPCODE: usize = 20;
+const BYTES_PER_OPCODE: usize = 16;
 
 #[test]
 fn every_value_kind_stays_within_the_general_bound() {
@@ -401,11 +413,16 @@ fn every_value_kind_stays_within_the_general_bound() {
             Err(e) => assert!(
                 !loads
                     && e.contains(" at byte ")
-                    && e.contains("goes past 32 MiB of values memscope does not read"),
+                    && (e.contains("goes past 32 MiB of values memscope does not read")
+                        || e.contains("more than 262,144 memo entries out of order")),
                 "{name}: {e}"
             ),
         }
-        if transient > BYTES_PER_OPCODE * opcodes as usize + 64 * MIB {
+        // A file that loads has no budget to stop it, so its cost per opcode is what a
+        // larger file would cost: that alone must be within the bound (at five million
+        // opcodes the 64 MiB term would hide up to 29 bytes per opcode).
+        let per_opcode_limit = if outcome.is_ok() { 0 } else { 64 * MIB };
+        if transient > BYTES_PER_OPCODE * opcodes as usize + per_opcode_limit {
             failures.push(name);
         }
     }

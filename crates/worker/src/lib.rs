@@ -301,7 +301,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
     };
     let started = now_ms();
     let strips = layout(&d.index, &view);
-    let legend = legend(&d.index, 12)
+    let legend = legend(&d.index, memscope_render::palette::LEGEND_SITES)
         .into_iter()
         .map(|e| LegendEntry {
             label: e.label,
@@ -334,6 +334,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
         line_strips: strips.line_strips.clone(),
         peak: (strips.peak.x, strips.peak.bytes as f64),
         legend,
+        palette: d.index.palette_entries().to_vec(),
         aggregates: strips
             .aggregates
             .iter()

@@ -48,7 +48,7 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// Bytes per decoded step the reader may use beyond what it keeps (+ 64 MiB).
-pub const BYTES_PER_STEP: usize = 20;
+pub const BYTES_PER_STEP: usize = 16;
 
 /// Live heap bytes now.
 pub fn live() -> usize {
