@@ -10,7 +10,8 @@ use std::rc::{Rc, Weak};
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
-    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint, CANCELLED,
+    AllocationDetail, DeviceInfo, LoadPhase, RankInfo, Request, Response, Source, ViewHint,
+    CANCELLED,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
@@ -19,7 +20,7 @@ use web_sys::{File, HtmlElement};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
 use crate::panel;
 use crate::pool::Pool;
-use crate::timeline::Timeline;
+use crate::timeline::TimelinePane;
 use memscope_render::gl::NO_ID;
 
 /// Where a rank is in its life.
@@ -30,7 +31,7 @@ pub enum RankState {
     Loading {
         bytes_read: f64,
         total: f64,
-        phase: Phase,
+        phase: LoadPhase,
     },
     /// Loaded, kept by worker `slot`.
     Ready(RankInfo),
@@ -61,7 +62,7 @@ pub struct App {
     /// Bookmarks and other ways in.
     pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
-    pub timeline: Option<Timeline>,
+    pub timeline: Option<TimelinePane>,
     /// The page model: every piece of view state has its one owner there.
     pub page: memscope_page::State,
     /// This page, for callbacks made later (animation frames, timers).
@@ -101,7 +102,7 @@ pub type Shared = Rc<RefCell<App>>;
 
 impl App {
     /// Creates the page state; `on_response` is given worker responses.
-    pub fn new(pool: Pool, timeline: Option<Timeline>, self_ref: Weak<RefCell<App>>) -> App {
+    pub fn new(pool: Pool, timeline: Option<TimelinePane>, self_ref: Weak<RefCell<App>>) -> App {
         App {
             pool,
             fleet: Default::default(),
@@ -227,7 +228,7 @@ impl App {
             rank.state = RankState::Loading {
                 bytes_read: 0.0,
                 total: 0.0,
-                phase: Phase::Reading,
+                phase: LoadPhase::Reading,
             };
             let request = Request::Load {
                 rank_key: rank.key,
@@ -836,9 +837,9 @@ impl App {
                 phase,
             } => {
                 let what = match phase {
-                    Phase::Reading => "reading",
-                    Phase::Analysing => "analysing",
-                    Phase::Drawing => "laying out",
+                    LoadPhase::Reading => "reading",
+                    LoadPhase::Analysing => "analysing",
+                    LoadPhase::Drawing => "laying out",
                 };
                 let text = if *total > 0.0 {
                     format!(

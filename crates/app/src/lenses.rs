@@ -46,7 +46,7 @@ use std::rc::Rc;
 use memscope_page::requests::{Coalescer, Outgoing, Verdict};
 use memscope_page::{Msg, Part};
 use memscope_protocol::lens::{
-    At, LensKind, LensRequest, LensResponse, MomentAnswer, Overview, RangeAnswer,
+    At, LensKind, LensOverview, LensRequest, LensResponse, MomentAnswer, RangeAnswer,
 };
 use memscope_protocol::{Axis, Request};
 use memscope_render::gl::NO_ID;
@@ -83,7 +83,7 @@ pub struct Lenses {
     /// The device the state below belongs to.
     device: Option<(u32, i32)>,
     /// What every lens needs up front.
-    pub overview: Option<Overview>,
+    pub overview: Option<LensOverview>,
     /// What the worker said about the moment (the page model owns which it is).
     pub moment: Option<Box<MomentAnswer>>,
     /// What the worker said about the range (the page model owns which it is).

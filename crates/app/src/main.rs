@@ -33,7 +33,7 @@ use web_sys::{DragEvent, Event, HtmlElement, HtmlInputElement, KeyboardEvent, Mo
 use crate::app::{App, Shared};
 use crate::dom::{by_id, on};
 use crate::pool::Pool;
-use crate::timeline::Timeline;
+use crate::timeline::TimelinePane;
 
 /// The bundled example (copied into the build by index.html), relative to `<base>`.
 const EXAMPLE: &str = "example/forward-fp32.pickle";
@@ -47,7 +47,7 @@ fn main() {
                 app.borrow_mut().on_response(slot, response);
             }
         }));
-        let timeline = match Timeline::new() {
+        let timeline = match TimelinePane::new() {
             Ok(t) => Some(t),
             Err(message) => {
                 let note: HtmlElement = by_id("empty-state");

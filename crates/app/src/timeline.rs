@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use memscope_page::{Extents, Window};
-use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, Strips, View};
+use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, TimelineStrips, View};
 use memscope_render::palette::{overlay_color, Theme};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
@@ -48,7 +48,7 @@ pub enum Hit {
 }
 
 /// The timeline widget.
-pub struct Timeline {
+pub struct TimelinePane {
     canvas: HtmlCanvasElement,
     gl: glow::Context,
     renderer: Renderer,
@@ -107,13 +107,13 @@ pub fn webgl2(canvas: &HtmlCanvasElement) -> Result<glow::Context, String> {
     Ok(glow::Context::from_webgl2_context(context))
 }
 
-impl Timeline {
+impl TimelinePane {
     /// Sets up WebGL2 on `#canvas`.
-    pub fn new() -> Result<Timeline, String> {
+    pub fn new() -> Result<TimelinePane, String> {
         let canvas: HtmlCanvasElement = by_id("canvas");
         let gl = webgl2(&canvas)?;
         let renderer = Renderer::new(&gl)?;
-        Ok(Timeline {
+        Ok(TimelinePane {
             canvas,
             gl,
             renderer,
@@ -191,7 +191,7 @@ impl Timeline {
         )
     }
 
-    /// What is drawn under data coordinates (absolute, as [`Timeline::data_at`] gives):
+    /// What is drawn under data coordinates (absolute, as [`TimelinePane::data_at`] gives):
     /// the shown strips are drawn through the current view, so the strips' own hit test
     /// answers exactly for what is on screen.
     pub fn hit(&self, w: &Window, x: f64, y: f64) -> Option<Hit> {
@@ -280,7 +280,7 @@ impl Timeline {
 
     /// Takes new strips if they are for the device shown and not older than the ones
     /// shown; says whether it took them.
-    pub fn set_strips(&mut self, strips: Strips) -> bool {
+    pub fn set_strips(&mut self, strips: TimelineStrips) -> bool {
         let Some((rank_key, device, _)) = &self.device else {
             return false;
         };
@@ -435,7 +435,7 @@ pub fn publish_window(v: &Window) {
     attr(&plot, "data-y-max-bytes", &v.y1.to_string());
 }
 
-impl Timeline {
+impl TimelinePane {
     /// Draws the current strips through `window` with `selected` outlined (`NO_ID`:
     /// none), and the DOM overlays. Called once per animation frame at most.
     pub fn draw(&mut self, window: &Window, selected: u32) {

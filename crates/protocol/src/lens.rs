@@ -4,7 +4,7 @@
 //!
 //! Every question names the device in [`crate::Request::Lens`]; answers come back in
 //! [`crate::Response::Lens`] with the request number. Views drawn on a canvas get their
-//! instances as [`LensStrips`]: typed arrays posted with a transfer list (moved, not
+//! instances as [`StripBuf`]: typed arrays posted with a transfer list (moved, not
 //! copied), as the memory timeline's strips are. Moments are as in
 //! `memscope_analysis` (moment `k + 1` is the state after trace entry `k`).
 
@@ -28,7 +28,7 @@ pub use memscope_snapshot::At;
 /// transferred from the worker. Coordinates as in `memscope_render::Strips`: relative
 /// to `(origin_x, origin_y)`.
 #[derive(Serialize, Deserialize)]
-pub struct LensStrips {
+pub struct StripBuf {
     /// The grid laid out (x: the timeline's axis units or pixels; y: rows or pixels).
     pub view: TimelineView,
     /// What x = 0 stands for.
@@ -51,7 +51,7 @@ pub struct LensStrips {
     pub line_strips: Vec<(u32, u32, u32)>,
 }
 
-impl LensStrips {
+impl StripBuf {
     /// Copies `strips` (and `lines`) into typed arrays, adding their buffers to
     /// `transfer`.
     pub fn new(
@@ -59,8 +59,8 @@ impl LensStrips {
         lines: &[f32],
         line_strips: Vec<(u32, u32, u32)>,
         transfer: &Array,
-    ) -> LensStrips {
-        let out = LensStrips {
+    ) -> StripBuf {
+        let out = StripBuf {
             view: strips.view,
             origin_x: strips.origin_x,
             origin_y: strips.origin_y,
@@ -194,7 +194,7 @@ pub struct NodeAllocations {
 #[derive(Serialize, Deserialize)]
 pub struct FlameAnswer {
     /// Node rects: x in pixels, y in depths relative to `first_depth`.
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// Labels of nodes wide enough.
     pub labels: Vec<FlameLabel>,
     /// Merged narrow nodes.
@@ -287,7 +287,7 @@ pub struct SiteInfo {
 
 /// What every lens needs to know about a device up front.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Overview {
+pub struct LensOverview {
     /// Allocator settings, with units.
     pub settings: AllocatorSettings,
     /// OOM entries.
@@ -412,7 +412,7 @@ pub struct RevealAnswer {
 #[derive(Serialize, Deserialize)]
 pub struct LanesAnswer {
     /// Bands (y in pixels downwards from the top of the first visible row).
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// Visible rows.
     pub rows: Vec<RowPlacement>,
     /// The selected allocation's row.
@@ -438,9 +438,9 @@ pub struct LaneHitAnswer {
 #[derive(Serialize, Deserialize)]
 pub struct SegmentsAnswer {
     /// Allocations and aggregates.
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// The segments' mapped extents, drawn under them.
-    pub extents: LensStrips,
+    pub extents: StripBuf,
     /// Bytes and counts of aggregates.
     pub aggregates: Vec<SegmentAggregate>,
     /// Visible rows.
@@ -456,7 +456,7 @@ pub struct SegmentsAnswer {
 /// One pool row of the pools view.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PoolRow {
-    /// The envelope (index into [`Overview::pools`]).
+    /// The envelope (index into [`LensOverview::pools`]).
     pub pool: u32,
     /// Its top, pixels.
     pub y0: f64,
@@ -470,7 +470,7 @@ pub struct PoolRow {
 #[derive(Serialize, Deserialize)]
 pub struct PoolsAnswer {
     /// Envelopes, stripes and reserved lines (y in pixels downwards).
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// The rows.
     pub rows: Vec<PoolRow>,
     /// Worker milliseconds.
@@ -572,7 +572,7 @@ pub enum LensResponse {
     /// The allocator settings, with units.
     Settings(AllocatorSettings),
     /// What every lens needs up front.
-    Overview(Box<Overview>),
+    Overview(Box<LensOverview>),
     /// The allocator at a moment.
     Moment(Box<MomentAnswer>),
     /// Rows of the event list.

@@ -177,7 +177,7 @@ pub struct ViewHint {
 
 /// Loading stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
+pub enum LoadPhase {
     /// Reading and decoding the file.
     Reading,
     /// Replaying the trace into allocations.
@@ -242,7 +242,7 @@ pub struct LegendEntry {
 
 /// A laid-out timeline view. The arrays are transferred from the worker.
 #[derive(Serialize, Deserialize)]
-pub struct Strips {
+pub struct TimelineStrips {
     /// Which rank.
     pub rank_key: u32,
     /// Which device.
@@ -294,7 +294,7 @@ pub struct AggregateSummary {
     pub window_lo_bytes: f64,
     /// The window's top.
     pub window_hi_bytes: f64,
-    /// Its call site (see [`Strips::sites`]), or [`memscope_render::MIXED_SITE`].
+    /// Its call site (see [`TimelineStrips::sites`]), or [`memscope_render::MIXED_SITE`].
     pub site: u32,
     /// How many allocations.
     pub allocations: u32,
@@ -431,7 +431,7 @@ pub enum Response {
         /// The file's size (0 if unknown).
         total_bytes: f64,
         /// The stage.
-        phase: Phase,
+        phase: LoadPhase,
     },
     /// The rank is loaded.
     Loaded(RankInfo),
@@ -443,7 +443,7 @@ pub enum Response {
         message: String,
     },
     /// Timeline strips (transferred).
-    Strips(Box<Strips>),
+    Strips(Box<TimelineStrips>),
     /// An allocation's details.
     Detail(Box<AllocationDetail>),
     /// A rank written back ([`Request::Pack`]).

@@ -13,12 +13,12 @@ mod whatif;
 use js_sys::{Array, Uint32Array};
 use memscope_analysis::{parse_size, DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
-    AllocationItem, At, EventsAnswer, LaneHitAnswer, LanesAnswer, LensRequest, LensResponse,
-    LensStrips, MomentAnswer, OomMark, Overview, PoolInfo, RangeAnswer, RevealAnswer, SearchAnswer,
-    SegmentsAnswer, SiteInfo, TableAnswer,
+    AllocationItem, At, EventsAnswer, LaneHitAnswer, LanesAnswer, LensOverview, LensRequest,
+    LensResponse, MomentAnswer, OomMark, PoolInfo, RangeAnswer, RevealAnswer, SearchAnswer,
+    SegmentsAnswer, SiteInfo, StripBuf, TableAnswer,
 };
 use memscope_render::{
-    lanes_layout, segment_layout, Axis, Lanes, LanesLayout, Segments, TimelineIndex, NO_MOMENT,
+    lanes_layout, segment_layout, Axis, Lanes, LanesLayout, SegmentIndex, TimelineIndex, NO_MOMENT,
 };
 use memscope_snapshot::{Allocations, Snapshot};
 
@@ -31,7 +31,7 @@ const SEARCH_IDS: usize = 1_000_000;
 #[derive(Default)]
 pub struct LensCache {
     lanes: Option<Lanes>,
-    segments: Option<Segments>,
+    segments: Option<SegmentIndex>,
     /// The last lanes layout (for hover questions about it).
     last_lanes: Option<LanesLayout>,
     flame: flame::FlameCache,
@@ -203,7 +203,7 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let layout = lanes_layout(p.index, lanes, &view);
             let selected_row =
                 valid(p.index, selected).and_then(|id| lanes.row_of(p.index, id as usize));
-            let strips = LensStrips::new(&layout.strips, &[], Vec::new(), &transfer);
+            let strips = StripBuf::new(&layout.strips, &[], Vec::new(), &transfer);
             let rows = layout.rows.clone();
             p.cache.last_lanes = Some(layout);
             LensResponse::Lanes(LanesAnswer {
@@ -218,12 +218,12 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let segments = p
                 .cache
                 .segments
-                .get_or_insert_with(|| Segments::new(p.index));
+                .get_or_insert_with(|| SegmentIndex::new(p.index));
             let expanded =
                 valid(p.index, selected).and_then(|id| segments.row_of(p.index, id as usize));
             let layout = segment_layout(p.index, segments, &view, expanded);
-            let strips = LensStrips::new(&layout.strips, &[], Vec::new(), &transfer);
-            let extents = LensStrips::new(&layout.extents, &[], Vec::new(), &transfer);
+            let strips = StripBuf::new(&layout.strips, &[], Vec::new(), &transfer);
+            let extents = StripBuf::new(&layout.extents, &[], Vec::new(), &transfer);
             LensResponse::Segments(SegmentsAnswer {
                 strips,
                 extents,
@@ -254,11 +254,14 @@ fn valid(index: &TimelineIndex, id: u32) -> Option<u32> {
     ((id as usize) < index.allocations()).then_some(id)
 }
 
-fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
+fn overview(p: &mut Parts<'_>, started: f64) -> LensOverview {
     let a = &*p.analysis;
     let index = p.index;
     let lanes = p.cache.lanes.get_or_insert_with(|| Lanes::new(index));
-    let segments = p.cache.segments.get_or_insert_with(|| Segments::new(index));
+    let segments = p
+        .cache
+        .segments
+        .get_or_insert_with(|| SegmentIndex::new(index));
     let pools = a
         .pool_envelopes()
         .iter()
@@ -289,7 +292,7 @@ fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
         })
         .collect();
     let peak = index.peak();
-    Overview {
+    LensOverview {
         settings: a.settings().clone(),
         ooms,
         pools,

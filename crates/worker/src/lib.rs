@@ -26,7 +26,8 @@ use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::{Array, Float32Array, Uint32Array};
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::{
-    post_transferring, AggregateSummary, Axis, Codec, LegendEntry, Request, Response, Strips, View,
+    post_transferring, AggregateSummary, Axis, Codec, LegendEntry, Request, Response,
+    TimelineStrips, View,
 };
 use memscope_render::{layout, legend, Aggregate, TimelineIndex, MIXED_SITE};
 use memscope_snapshot::{DeviceModel, Snapshot};
@@ -317,7 +318,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
         &ids.buffer(),
         &lines.buffer(),
     );
-    let response = Response::Strips(Box::new(Strips {
+    let response = Response::Strips(Box::new(TimelineStrips {
         rank_key,
         device,
         request,

@@ -12,7 +12,7 @@ use memscope_figures::plot::{segment_name, RowLabel};
 use memscope_figures::{Size, Style};
 use memscope_page::Msg;
 use memscope_protocol::lens::{
-    At, LaneHitAnswer, LanesAnswer, LensRequest, Overview, PoolRow, PoolsAnswer, SegmentsAnswer,
+    At, LaneHitAnswer, LanesAnswer, LensOverview, LensRequest, PoolRow, PoolsAnswer, SegmentsAnswer,
 };
 use memscope_render::gl::NO_ID;
 use memscope_render::palette::Theme;
@@ -511,7 +511,12 @@ fn draw(app: &mut App, which: Which) {
 }
 
 /// Row `r`'s texts: its size (the gutter), its name (over the row) and its tooltip.
-fn row_texts(o: &Overview, pane: &Pane, which: Which, r: u32) -> Option<(String, String, String)> {
+fn row_texts(
+    o: &LensOverview,
+    pane: &Pane,
+    which: Which,
+    r: u32,
+) -> Option<(String, String, String)> {
     Some(match which {
         Which::Segments => {
             let s = o.segments.get(r as usize)?;

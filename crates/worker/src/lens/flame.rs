@@ -5,7 +5,7 @@ use js_sys::{Array, Uint32Array};
 use memscope_analysis::{DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
     Crumb, FlameAggregateInfo, FlameAnswer, FlameNodeInfo, FlameQuery, FlameUnit, FlameWeight,
-    LensStrips, NodeAllocations,
+    NodeAllocations, StripBuf,
 };
 use memscope_render::{
     flame_layout, palette, Axis, FlameOptions, FlameTree, FlameView, TimelineIndex, Weighting,
@@ -196,7 +196,7 @@ pub fn answer(
         })
         .collect();
     FlameAnswer {
-        strips: LensStrips::new(&layout.strips, &[], Vec::new(), transfer),
+        strips: StripBuf::new(&layout.strips, &[], Vec::new(), transfer),
         labels: layout.labels,
         aggregates,
         generation,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use js_sys::Array;
 use memscope_analysis::DeviceAnalysis;
-use memscope_protocol::lens::{LensStrips, PoolRow, PoolsAnswer};
+use memscope_protocol::lens::{PoolRow, PoolsAnswer, StripBuf};
 use memscope_render::palette::{self, Overlay};
 use memscope_render::segments::extent_color;
 use memscope_render::{RowsView, Strips, TimelineIndex, TimelineView, AGGREGATE_ID};
@@ -192,7 +192,7 @@ pub fn layout(
     }
     let strips = Strips::from_parts(grid, view.x0, 0.0, rects, colors, ids);
     PoolsAnswer {
-        strips: LensStrips::new(&strips, &lines, line_strips, transfer),
+        strips: StripBuf::new(&strips, &lines, line_strips, transfer),
         rows,
         worker_ms: now_ms() - started,
     }
