@@ -134,21 +134,11 @@ pub fn svg(app: &App, figure: Figure, look: Look, size: Size) -> Result<String, 
 fn timeline(app: &App, title: &str, style: &Style, size: Size) -> Option<String> {
     let t = app.timeline.as_ref()?;
     let shown = t.shown.as_ref()?;
-    let legend: Vec<memscope_render::LegendEntry> = shown
-        .legend
-        .iter()
-        .map(|e| memscope_render::LegendEntry {
-            label: e.label.clone(),
-            color: e.color,
-            bytes: e.bytes as u64,
-            allocations: e.allocations,
-        })
-        .collect();
     let plot = memscope_figures::plot::timeline(
         title,
         &shown.strips,
         &t.layout_view(&app.page.window),
-        &legend,
+        &shown.legend,
         shown.peak,
         style,
     );

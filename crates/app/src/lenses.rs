@@ -26,7 +26,7 @@
 //! kept ([`Lenses::timings`]) and marked with `performance.measure`.
 
 mod flame;
-mod glview;
+pub(crate) mod glview;
 mod lists;
 pub mod rows;
 pub(crate) mod search;

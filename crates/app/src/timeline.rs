@@ -15,14 +15,14 @@
 use std::collections::HashMap;
 
 use memscope_page::{Extents, Window};
-use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, TimelineStrips, View};
-use memscope_render::palette::{overlay_color, Theme};
+use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, TimelineStrips, View};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::lenses::glview::{dark, line_strips_gl};
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
 
 /// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
@@ -31,7 +31,7 @@ pub struct Shown {
     pub view: View,
     pub strips: memscope_render::Strips,
     pub peak: (f64, f64),
-    pub legend: Vec<LegendEntry>,
+    pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds (entry `k`: instance `k`).
     pub aggregates: Vec<AggregateSummary>,
     /// The labels and colours of the call sites the aggregates name.
@@ -292,16 +292,7 @@ impl TimelinePane {
                 return false;
             }
         }
-        let mut render = memscope_render::Strips::from_parts(
-            strips.view,
-            strips.origin_x,
-            strips.origin_y,
-            strips.rects.to_vec(),
-            strips.colors.to_vec(),
-            strips.ids.to_vec(),
-        );
-        render.lines = strips.lines.to_vec();
-        render.line_strips = strips.line_strips.clone();
+        let render = memscope_render::Strips::from(&strips.strips);
         let colors = self.shaded(&render);
         self.renderer
             .set_bands(&self.gl, &render.rects, &colors, &render.ids);
@@ -310,7 +301,7 @@ impl TimelinePane {
         self.recolor = false;
         self.shown = Some(Shown {
             request: strips.request,
-            view: strips.view,
+            view: strips.strips.view,
             strips: render,
             peak: strips.peak,
             legend: strips.legend,
@@ -347,18 +338,8 @@ impl TimelinePane {
 
     /// Uploads the overlay lines in the theme's colours.
     fn upload_lines(&mut self, strips: &memscope_render::Strips) {
-        let theme = if dark_theme() {
-            Theme::Dark
-        } else {
-            Theme::Light
-        };
-        let line_strips = strips
-            .line_strips
-            .iter()
-            .map(|l| (l.first as i32, l.count as i32, overlay_color(l.kind, theme)))
-            .collect();
         self.renderer
-            .set_lines(&self.gl, &strips.lines, line_strips);
+            .set_lines(&self.gl, &strips.lines, line_strips_gl(strips));
     }
 
     /// The theme changed: recolour the overlays (a redraw shows them).
@@ -442,7 +423,7 @@ impl TimelinePane {
         self.update_outlines(selected);
         publish_window(window);
         let (w, h) = self.fit_canvas();
-        let dark = dark_theme();
+        let dark = dark();
         let background = if dark {
             [0.09, 0.10, 0.12, 1.0]
         } else {
@@ -566,15 +547,15 @@ impl TimelinePane {
                 &format!(
                     "{}\n{} bytes in {} allocations at the peak",
                     entry.label,
-                    format_count(entry.bytes as u64),
+                    format_count(entry.bytes),
                     format_count(u64::from(entry.allocations))
                 ),
             );
-            let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes as u64));
+            let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes));
             attr(
                 &bytes,
                 "title",
-                &format!("{} bytes at the peak", format_count(entry.bytes as u64)),
+                &format!("{} bytes at the peak", format_count(entry.bytes)),
             );
             append(&item, &bytes);
             append(&legend, &item);
@@ -619,13 +600,6 @@ impl TimelinePane {
     pub fn canvas(&self) -> &HtmlCanvasElement {
         &self.canvas
     }
-}
-
-/// Whether the page uses the dark theme.
-fn dark_theme() -> bool {
-    dom::document()
-        .document_element()
-        .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"))
 }
 
 /// A legend swatch's CSS background: the colour, hatched for allocations without a

@@ -4,11 +4,11 @@
 //!
 //! Every question names the device in [`crate::Request::Lens`]; answers come back in
 //! [`crate::Response::Lens`] with the request number. Views drawn on a canvas get their
-//! instances as [`StripBuf`]: typed arrays posted with a transfer list (moved, not
+//! instances as [`StripBuf`]s (typed arrays posted with a transfer list: moved, not
 //! copied), as the memory timeline's strips are. Moments are as in
 //! `memscope_analysis` (moment `k + 1` is the state after trace entry `k`).
 
-use js_sys::{Array, Float32Array, Uint32Array};
+use js_sys::Uint32Array;
 use serde::{Deserialize, Serialize};
 
 use memscope_allocator::{PredictedOom, Validation};
@@ -18,77 +18,13 @@ use memscope_analysis::{
 };
 use memscope_render::{
     Axis, FlameLabel, FlameOrder, LaneRow, Orientation, RowPlacement, RowsView, SegmentAggregate,
-    SegmentRow, TimelineView,
+    SegmentRow,
 };
 
 /// Where "the moment" is (the device model's).
 pub use memscope_snapshot::At;
 
-/// Instanced rectangles (and overlay polylines) of a lens canvas. The arrays are
-/// transferred from the worker. Coordinates as in `memscope_render::Strips`: relative
-/// to `(origin_x, origin_y)`.
-#[derive(Serialize, Deserialize)]
-pub struct StripBuf {
-    /// The grid laid out (x: the timeline's axis units or pixels; y: rows or pixels).
-    pub view: TimelineView,
-    /// What x = 0 stands for.
-    pub origin_x: f64,
-    /// What y = 0 stands for.
-    pub origin_y: f64,
-    /// x0, x1, y0, y1 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub rects: Float32Array,
-    /// RGBA8 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub colors: Uint32Array,
-    /// Allocation (or node) id per instance; `u32::MAX` for aggregates.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub ids: Uint32Array,
-    /// Polyline vertices, x, y pairs (same frame as `rects`).
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub lines: Float32Array,
-    /// The polylines in `lines`: (first vertex, vertex count, RGBA8).
-    pub line_strips: Vec<(u32, u32, u32)>,
-}
-
-impl StripBuf {
-    /// Copies `strips` (and `lines`) into typed arrays, adding their buffers to
-    /// `transfer`.
-    pub fn new(
-        strips: &memscope_render::Strips,
-        lines: &[f32],
-        line_strips: Vec<(u32, u32, u32)>,
-        transfer: &Array,
-    ) -> StripBuf {
-        let out = StripBuf {
-            view: strips.view,
-            origin_x: strips.origin_x,
-            origin_y: strips.origin_y,
-            rects: Float32Array::from(&strips.rects[..]),
-            colors: Uint32Array::from(&strips.colors[..]),
-            ids: Uint32Array::from(&strips.ids[..]),
-            lines: Float32Array::from(lines),
-            line_strips,
-        };
-        transfer.push(&out.rects.buffer());
-        transfer.push(&out.colors.buffer());
-        transfer.push(&out.ids.buffer());
-        transfer.push(&out.lines.buffer());
-        out
-    }
-
-    /// The instances as render strips (in wasm memory, for drawing and hit testing).
-    pub fn to_strips(&self) -> memscope_render::Strips {
-        memscope_render::Strips::from_parts(
-            self.view,
-            self.origin_x,
-            self.origin_y,
-            self.rects.to_vec(),
-            self.colors.to_vec(),
-            self.ids.to_vec(),
-        )
-    }
-}
+use crate::StripBuf;
 
 /// What the flame graph weighs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

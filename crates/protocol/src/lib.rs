@@ -227,20 +227,90 @@ pub struct RankInfo {
     pub started_epoch_ms: f64,
 }
 
-/// One legend entry: a call site and its bytes live at the peak.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LegendEntry {
-    /// `name (file:line)`.
-    pub label: String,
-    /// RGBA8 colour.
-    pub color: u32,
-    /// Requested bytes live at the peak.
-    pub bytes: f64,
-    /// Its allocations live at the peak.
-    pub allocations: u32,
+/// Instanced rectangles and overlay polylines as a worker lays them out for a canvas
+/// (the memory timeline and every lens): [`memscope_render::Strips`] on the wire. The
+/// arrays are typed arrays so that the worker can post them with a transfer list
+/// (moved, not copied): build one with `From<&Strips>` in the worker, add its buffers
+/// to the transfer list with [`StripBuf::transferred`], and turn it back into
+/// [`memscope_render::Strips`] on the page (in wasm memory, for drawing and hit
+/// testing). Coordinates are relative to `(origin_x, origin_y)`, as in the render
+/// strips.
+#[derive(Serialize, Deserialize)]
+pub struct StripBuf {
+    /// The view or grid laid out (x: axis units or pixels; y: bytes, rows or pixels).
+    pub view: View,
+    /// What x = 0 stands for.
+    pub origin_x: f64,
+    /// What y = 0 stands for.
+    pub origin_y: f64,
+    /// x0, x1, y0, y1 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub rects: Float32Array,
+    /// RGBA8 per instance.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub colors: Uint32Array,
+    /// Allocation (or node) id per instance ([`memscope_render::AGGREGATE_ID`] or an
+    /// aggregate's id for aggregates).
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub ids: Uint32Array,
+    /// Overlay polylines as x, y vertex pairs (same frame as `rects`).
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub lines: Float32Array,
+    /// The polylines in `lines` (their colours are the page's theme's).
+    pub line_strips: Vec<LineStrip>,
 }
 
-/// A laid-out timeline view. The arrays are transferred from the worker.
+impl From<&memscope_render::Strips> for StripBuf {
+    fn from(strips: &memscope_render::Strips) -> StripBuf {
+        StripBuf {
+            view: strips.view,
+            origin_x: strips.origin_x,
+            origin_y: strips.origin_y,
+            rects: Float32Array::from(&strips.rects[..]),
+            colors: Uint32Array::from(&strips.colors[..]),
+            ids: Uint32Array::from(&strips.ids[..]),
+            lines: Float32Array::from(&strips.lines[..]),
+            line_strips: strips.line_strips.clone(),
+        }
+    }
+}
+
+impl From<&StripBuf> for memscope_render::Strips {
+    /// The instances and overlays in wasm memory (what the worker knows besides them,
+    /// such as aggregates and column moments, travels beside the buffer).
+    fn from(buf: &StripBuf) -> memscope_render::Strips {
+        let mut strips = memscope_render::Strips::from_parts(
+            buf.view,
+            buf.origin_x,
+            buf.origin_y,
+            buf.rects.to_vec(),
+            buf.colors.to_vec(),
+            buf.ids.to_vec(),
+        );
+        strips.lines = buf.lines.to_vec();
+        strips.line_strips = buf.line_strips.clone();
+        strips
+    }
+}
+
+impl StripBuf {
+    /// The same buffer with its arrays added to `transfer` (posting moves them).
+    pub fn transferred(self, transfer: &Array) -> StripBuf {
+        transfer.push(&self.rects.buffer());
+        transfer.push(&self.colors.buffer());
+        transfer.push(&self.ids.buffer());
+        transfer.push(&self.lines.buffer());
+        self
+    }
+
+    /// Whether its instance arrays hold data. Posting with them transferred detaches
+    /// them (empties them here): data left after posting means they were copied.
+    pub fn holds_data(&self) -> bool {
+        self.rects.byte_length() > 0 || self.ids.byte_length() > 0
+    }
+}
+
+/// A laid-out memory timeline view of one device, with what the page shows beside it.
 #[derive(Serialize, Deserialize)]
 pub struct TimelineStrips {
     /// Which rank.
@@ -249,30 +319,12 @@ pub struct TimelineStrips {
     pub device: i32,
     /// The request this answers (0 for the first view sent with `Loaded`).
     pub request: u32,
-    /// The view it was laid out for.
-    pub view: View,
-    /// x origin the rects are relative to.
-    pub origin_x: f64,
-    /// y origin the rects are relative to.
-    pub origin_y: f64,
-    /// x0, x1, y0, y1 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub rects: Float32Array,
-    /// RGBA8 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub colors: Uint32Array,
-    /// Allocation index per instance (`u32::MAX` for aggregated small allocations).
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub ids: Uint32Array,
-    /// Overlay polylines (allocated outline, reserved bytes) as x, y vertex pairs.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub lines: Float32Array,
-    /// The polylines in `lines`.
-    pub line_strips: Vec<LineStrip>,
+    /// The bands and the allocated and reserved outlines (transferred).
+    pub strips: StripBuf,
     /// The peak: x, bytes.
     pub peak: (f64, f64),
     /// Call sites with the most bytes at the peak.
-    pub legend: Vec<LegendEntry>,
+    pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
     pub aggregates: Vec<AggregateSummary>,
     /// The call sites the aggregates name: (site, label, RGBA8 colour).

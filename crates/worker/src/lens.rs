@@ -15,8 +15,9 @@ use memscope_analysis::{parse_size, DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
     AllocationItem, At, EventsAnswer, LaneHitAnswer, LanesAnswer, LensOverview, LensRequest,
     LensResponse, MomentAnswer, OomMark, PoolInfo, RangeAnswer, RevealAnswer, SearchAnswer,
-    SegmentsAnswer, SiteInfo, StripBuf, TableAnswer,
+    SegmentsAnswer, SiteInfo, TableAnswer,
 };
+use memscope_protocol::StripBuf;
 use memscope_render::{
     lanes_layout, segment_layout, Axis, Lanes, LanesLayout, SegmentIndex, TimelineIndex, NO_MOMENT,
 };
@@ -203,7 +204,7 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let layout = lanes_layout(p.index, lanes, &view);
             let selected_row =
                 valid(p.index, selected).and_then(|id| lanes.row_of(p.index, id as usize));
-            let strips = StripBuf::new(&layout.strips, &[], Vec::new(), &transfer);
+            let strips = StripBuf::from(&layout.strips).transferred(&transfer);
             let rows = layout.rows.clone();
             p.cache.last_lanes = Some(layout);
             LensResponse::Lanes(LanesAnswer {
@@ -222,8 +223,8 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let expanded =
                 valid(p.index, selected).and_then(|id| segments.row_of(p.index, id as usize));
             let layout = segment_layout(p.index, segments, &view, expanded);
-            let strips = StripBuf::new(&layout.strips, &[], Vec::new(), &transfer);
-            let extents = StripBuf::new(&layout.extents, &[], Vec::new(), &transfer);
+            let strips = StripBuf::from(&layout.strips).transferred(&transfer);
+            let extents = StripBuf::from(&layout.extents).transferred(&transfer);
             LensResponse::Segments(SegmentsAnswer {
                 strips,
                 extents,
