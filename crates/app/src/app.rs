@@ -674,6 +674,15 @@ impl App {
             Part::Search | Part::SearchBox | Part::SearchMatches => {
                 crate::lenses::render_part(self, part)
             }
+            Part::TableCursor(key) => crate::lenses::table_key(self, key),
+            Part::FocusedDevice => {
+                if let Some((key, device)) = dom::document()
+                    .active_element()
+                    .and_then(|e| device_row_of(&e))
+                {
+                    self.activate(key, device, true);
+                }
+            }
         }
     }
 
@@ -1058,4 +1067,12 @@ fn show_trace_or_notice(d: &DeviceInfo) {
              torch.cuda.memory._record_memory_history() before the run.",
         ),
     );
+}
+
+/// The rank key and device of the device row `e` is in, if any.
+pub fn device_row_of(e: &web_sys::Element) -> Option<(u32, i32)> {
+    let row = e.closest("#ranks .device").ok().flatten()?;
+    let key = row.get_attribute("data-key")?.parse().ok()?;
+    let device = row.get_attribute("data-device")?.parse().ok()?;
+    Some((key, device))
 }

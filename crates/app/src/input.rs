@@ -74,6 +74,12 @@ fn focus_of(target: Option<web_sys::EventTarget>) -> Focus {
     if within("#events-grid").is_some() {
         return Focus::EventsGrid;
     }
+    if within("#table-grid").is_some() {
+        return Focus::TableGrid;
+    }
+    if within("#ranks .device").is_some() {
+        return Focus::DeviceRow;
+    }
     if within("[role=grid],[role=tablist],[role=listbox]").is_some() {
         return Focus::OtherGrid;
     }

@@ -36,6 +36,7 @@ mod vlist;
 mod whatif;
 
 pub use glview::highlighted;
+pub use lists::table_key;
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
