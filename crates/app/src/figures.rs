@@ -95,10 +95,7 @@ fn active(app: &App) -> Option<(String, i32)> {
 
 /// The file name of `figure` (without extension).
 pub fn file_stem(app: &App, figure: Figure) -> String {
-    let rank = active(app).map(|(name, device)| {
-        let stem = name.split('.').next().unwrap_or("memscope").to_owned();
-        format!("{stem}-device{device}")
-    });
+    let rank = active(app).map(|(name, device)| memscope_page::names::download_stem(&name, device));
     match (figure, rank) {
         (Figure::Timeline, Some(rank)) => rank,
         (Figure::Segments | Figure::Lanes | Figure::Flame, Some(rank)) => {

@@ -47,7 +47,7 @@ use std::rc::Rc;
 use memscope_page::requests::{Coalescer, Outgoing, Verdict};
 use memscope_page::{Msg, Part};
 use memscope_protocol::lens::{
-    At, LensKind, LensOverview, LensRequest, LensResponse, MomentAnswer, RangeAnswer,
+    At, CsvTable, LensKind, LensOverview, LensRequest, LensResponse, MomentAnswer, RangeAnswer,
 };
 use memscope_protocol::{Axis, Request};
 use memscope_render::gl::NO_ID;
@@ -349,6 +349,7 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         LensResponse::Segments(answer) => rows::on_segments(app, answer),
         LensResponse::Pools(answer) => rows::on_pools(app, answer),
         LensResponse::WhatIf(answer) => whatif::on_answer(app, answer),
+        LensResponse::Csv(answer) => crate::export::on_csv(app, answer),
     }
 }
 
@@ -383,6 +384,21 @@ pub fn ask_range(app: &mut App, range: memscope_page::Range) {
 /// Asks for the matches of `text` (empty: the worker forgets them).
 pub fn ask_search(app: &mut App, text: String) {
     ask(app, LensRequest::Search { text });
+}
+
+/// Asks for a whole table as CSV (for a download).
+pub fn ask_csv(app: &mut App, table: CsvTable) {
+    ask(app, LensRequest::Csv(table));
+}
+
+/// The top-allocations table as shown (sort and filter), to write as CSV.
+pub fn top_allocations_csv(app: &App) -> Option<CsvTable> {
+    let l = app.lenses.lists.as_ref()?;
+    Some(CsvTable::TopAllocations {
+        key: l.key,
+        direction: l.direction,
+        filter: l.filter.clone(),
+    })
 }
 
 /// Asks where allocation `id` lives, to bring it into view.

@@ -11,6 +11,7 @@
 //! Web-free, so the interaction rules are tested natively.
 
 pub mod keys;
+pub mod names;
 pub mod requests;
 pub mod url;
 pub mod window;

@@ -500,6 +500,35 @@ pub enum LensRequest {
     },
     /// The trace replayed through the caching allocator under other settings.
     WhatIf(WhatIfQuery),
+    /// A whole table as CSV, for a download.
+    Csv(CsvTable),
+}
+
+/// A table of one device to write whole as CSV (`memscope_analysis::csv`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CsvTable {
+    /// The top allocations, as the table shows them: sorted and filtered.
+    TopAllocations {
+        /// Sort key.
+        key: SortKey,
+        /// Direction.
+        direction: Direction,
+        /// Frame text filter.
+        filter: String,
+    },
+    /// Every entry of the device's trace.
+    Events,
+}
+
+/// A table written as CSV.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CsvAnswer {
+    /// The table.
+    pub table: CsvTable,
+    /// Its rows (the header not counted).
+    pub rows: u64,
+    /// The CSV document.
+    pub text: String,
 }
 
 /// A lens answer about one device.
@@ -535,6 +564,8 @@ pub enum LensResponse {
     Pools(PoolsAnswer),
     /// The what-if table and predicted curves.
     WhatIf(Box<WhatIfAnswer>),
+    /// A table as CSV.
+    Csv(CsvAnswer),
 }
 
 /// A what-if question (`memscope simulate` on the page): rows for the recorded settings
@@ -637,6 +668,8 @@ pub enum LensKind {
     Pools,
     /// [`LensRequest::WhatIf`].
     WhatIf,
+    /// [`LensRequest::Csv`].
+    Csv,
 }
 
 impl LensRequest {
@@ -658,6 +691,7 @@ impl LensRequest {
             LensRequest::Segments { .. } => LensKind::Segments,
             LensRequest::Pools { .. } => LensKind::Pools,
             LensRequest::WhatIf(_) => LensKind::WhatIf,
+            LensRequest::Csv(_) => LensKind::Csv,
         }
     }
 }
@@ -681,6 +715,7 @@ impl LensResponse {
             LensResponse::Segments(_) => LensKind::Segments,
             LensResponse::Pools(_) => LensKind::Pools,
             LensResponse::WhatIf(_) => LensKind::WhatIf,
+            LensResponse::Csv(_) => LensKind::Csv,
         }
     }
 }

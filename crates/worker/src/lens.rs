@@ -11,11 +11,11 @@ mod pools;
 mod whatif;
 
 use js_sys::{Array, Uint32Array};
-use memscope_analysis::{parse_size, DeviceAnalysis, SearchKind};
+use memscope_analysis::{csv, parse_size, DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
-    AllocationItem, At, EventsAnswer, LaneHitAnswer, LanesAnswer, LensOverview, LensRequest,
-    LensResponse, MomentAnswer, OomMark, PoolInfo, RangeAnswer, RevealAnswer, SearchAnswer,
-    SegmentsAnswer, SiteInfo, TableAnswer,
+    AllocationItem, At, CsvAnswer, CsvTable, EventsAnswer, LaneHitAnswer, LanesAnswer,
+    LensOverview, LensRequest, LensResponse, MomentAnswer, OomMark, PoolInfo, RangeAnswer,
+    RevealAnswer, SearchAnswer, SegmentsAnswer, SiteInfo, TableAnswer,
 };
 use memscope_protocol::StripBuf;
 use memscope_render::{
@@ -115,6 +115,29 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
                 filter,
                 page,
                 has_time: p.analysis.has_time(),
+            })
+        }
+        LensRequest::Csv(table) => {
+            let (rows, text) = match &table {
+                CsvTable::TopAllocations {
+                    key,
+                    direction,
+                    filter,
+                } => {
+                    let all = p
+                        .analysis
+                        .table_page(snap, *key, *direction, filter, 0, usize::MAX);
+                    (all.rows.len(), csv::table_csv(&all.rows))
+                }
+                CsvTable::Events => {
+                    let all = p.analysis.events_page(snap, 0, u32::MAX);
+                    (all.len(), csv::events_csv(&all))
+                }
+            };
+            LensResponse::Csv(CsvAnswer {
+                table,
+                rows: rows as u64,
+                text,
             })
         }
         LensRequest::Search { text } => LensResponse::Search(search(&mut p, text, &transfer)),
