@@ -78,6 +78,9 @@ async function exportAs(page, format) {
   return downloaded(page, () => page.click('#export-go'));
 }
 
+/** A count as the page writes it, thousands grouped by any separator. */
+const count = (n) => String(n).replace(/\B(?=(\d{3})+$)/g, '[ ,\u202f\u00a0]?');
+
 /** A CSV document's lines split into fields (the fields here hold no comma or quote
  * but in the call site, the last column). */
 function rows(text) {
@@ -120,7 +123,7 @@ test('two runs with the same file names export apart; the tables as CSV and the 
     }
     assert.deepEqual(actions, want.actions);
     assert.ok(ev.slice(1).every((l, i) => l.startsWith(`${i},${i + 1},`)), 'entries in trace order');
-    assert.match(events.status, new RegExp(`: ${want.entries.toLocaleString('en-US').replace(/,/g, '[ ,\u202f]?')} trace entries`));
+    assert.match(events.status, new RegExp(`^Saved ${events.name}: ${count(want.entries)} trace entries, `));
 
     // The top allocations as the table shows them: every row, largest first; one row
     // per alloc entry of the trace, plus those from before it.
@@ -137,6 +140,7 @@ test('two runs with the same file names export apart; the tables as CSV and the 
     const sizes = fields.map((f) => Number(f[2]));
     assert.ok(sizes.every((s, i) => i === 0 || s <= sizes[i - 1]), 'largest first');
     assert.equal(new Set(fields.map((f) => f[0])).size, fields.length, 'each allocation once');
+    assert.match(top.status, new RegExp(`^Saved ${top.name}: ${count(total)} allocations, `));
 
     // The other run's rank0.pickle, chosen with the keyboard: a different name.
     await page.focus(`.device[data-file="${pp1}"]`);
@@ -154,7 +158,7 @@ test('two runs with the same file names export apart; the tables as CSV and the 
     assert.equal(await page.$eval('#export-dialog', (d) => d.hidden), false);
     const anomalies = await exportAs(page, 'anomalies');
     assert.equal(anomalies.name, 'memscope-anomalies.jsonl');
-    assert.match(anomalies.status, new RegExp(`: ${listed.length} anomalies`));
+    assert.match(anomalies.status, new RegExp(`: ${listed.length} ${listed.length === 1 ? 'anomaly' : 'anomalies'},`));
     const lines = anomalies.text.trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(lines.map((a) => a.key), listed.map((a) => a.key));
     assert.deepEqual(lines.map((a) => String(a.bytes)), listed.map((a) => a.bytes));

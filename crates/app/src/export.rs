@@ -120,6 +120,12 @@ pub fn anomalies_json(app: &App) -> Option<(String, usize)> {
     Some((text, anomalies.len()))
 }
 
+/// `n` things in words, singular for one ("1 anomaly", "2,081 trace entries").
+fn counted(n: u64, one: &str, many: &str) -> String {
+    let noun = if n == 1 { one } else { many };
+    format!("{} {noun}", memscope_snapshot::units::format_count(n))
+}
+
 /// Says in the dialog's status line what was saved.
 fn saved(name: &str, what: &str, bytes: usize) {
     set_status(&format!(
@@ -142,15 +148,12 @@ fn download_text(name: &str, mime: &str, text: String, what: &str) -> Result<(),
 
 /// A table the shown device's worker wrote as CSV: download it.
 pub fn on_csv(app: &App, answer: CsvAnswer) {
-    let (suffix, what) = match answer.table {
-        CsvTable::TopAllocations { .. } => ("top-allocations", "top allocations"),
-        CsvTable::Events => ("events", "trace entries"),
+    let (suffix, one, many) = match answer.table {
+        CsvTable::TopAllocations { .. } => ("top-allocations", "allocation", "allocations"),
+        CsvTable::Events => ("events", "trace entry", "trace entries"),
     };
     let name = format!("{}-{suffix}.csv", base_name(app));
-    let rows = format!(
-        "{} {what}",
-        memscope_snapshot::units::format_count(answer.rows)
-    );
+    let rows = counted(answer.rows, one, many);
     if let Err(e) = download_text(&name, "text/csv", answer.text, &rows) {
         set_status(&format!(
             "Could not export: {}",
@@ -312,7 +315,7 @@ fn export(app: &crate::app::Shared) {
                 "memscope-summaries.csv",
                 "text/csv",
                 summaries_csv(&app_ref),
-                &format!("{n} rank summaries"),
+                &counted(n as u64, "rank summary", "rank summaries"),
             )
         }
         "json" => {
@@ -321,7 +324,7 @@ fn export(app: &crate::app::Shared) {
                 "memscope-summaries.jsonl",
                 "application/json",
                 summaries_json(&app_ref),
-                &format!("{n} rank summaries"),
+                &counted(n as u64, "rank summary", "rank summaries"),
             )
         }
         "anomalies" => match anomalies_json(&app_ref) {
@@ -329,7 +332,7 @@ fn export(app: &crate::app::Shared) {
                 "memscope-anomalies.jsonl",
                 "application/json",
                 text,
-                &format!("{n} anomalies"),
+                &counted(n as u64, "anomaly", "anomalies"),
             ),
             None => Err(JsValue::from_str("no rank is loaded yet")),
         },
