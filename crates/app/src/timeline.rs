@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use memscope_page::{Extents, Window};
-use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, TimelineStrips, View};
+use memscope_protocol::{Axis, DeviceInfo, TimelineStrips, View};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::{JsCast, JsValue};
@@ -33,7 +33,7 @@ pub struct Shown {
     pub peak: (f64, f64),
     pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds (entry `k`: instance `k`).
-    pub aggregates: Vec<AggregateSummary>,
+    pub aggregates: Vec<memscope_render::Aggregate>,
     /// The labels and colours of the call sites the aggregates name.
     pub sites: HashMap<u32, (String, u32)>,
 }
@@ -236,11 +236,11 @@ impl TimelinePane {
             "{} allocation{} too thin to draw one by one: {}",
             format_count(u64::from(a.allocations)),
             if a.allocations == 1 { "" } else { "s" },
-            format_bytes(a.bytes as u64)
+            format_bytes(a.bytes)
         )];
         if a.site == MIXED_SITE {
             // Drawn in the colour of a site holding most of its bytes, or grey: say which.
-            lines.push(match a.colour_site {
+            lines.push(match memscope_render::aggregate_colour_site(a) {
                 MIXED_SITE => format!("{} call sites mixed:", a.sites),
                 site => format!(
                     "{} call sites, drawn as {} (most of its bytes):",
@@ -252,7 +252,7 @@ impl TimelinePane {
                 lines.push(format!(
                     "  {} — {} in {}",
                     label(site),
-                    format_bytes(bytes as u64),
+                    format_bytes(bytes),
                     format_count(u64::from(n))
                 ));
             }

@@ -326,58 +326,11 @@ pub struct TimelineStrips {
     /// Call sites with the most bytes at the peak.
     pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
-    pub aggregates: Vec<AggregateSummary>,
+    pub aggregates: Vec<memscope_render::Aggregate>,
     /// The call sites the aggregates name: (site, label, RGBA8 colour).
     pub sites: Vec<(u32, String, u32)>,
     /// Milliseconds the worker spent laying out.
     pub layout_ms: f64,
-}
-
-/// What a timeline aggregate holds ([`memscope_render::Aggregate`], bytes as `f64`
-/// for JavaScript).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AggregateSummary {
-    /// Its bottom in bytes (exact; the rect's edges are `f32`).
-    pub lo_bytes: f64,
-    /// Its top in bytes.
-    pub hi_bytes: f64,
-    /// The window of the stack its allocations come from (they may sit up to a window
-    /// away from where it is drawn: [`memscope_render::WINDOW_PX`]).
-    pub window_lo_bytes: f64,
-    /// The window's top.
-    pub window_hi_bytes: f64,
-    /// Its call site (see [`TimelineStrips::sites`]), or [`memscope_render::MIXED_SITE`].
-    pub site: u32,
-    /// How many allocations.
-    pub allocations: u32,
-    /// Their requested bytes.
-    pub bytes: f64,
-    /// How many distinct call sites.
-    pub sites: u32,
-    /// Up to three call sites with the most bytes: (site, bytes, allocations); unused
-    /// slots have site [`memscope_render::MIXED_SITE`].
-    pub top: [(u32, f64, u32); 3],
-    /// The call site whose colour it is drawn in (its one site, or the one holding
-    /// most of its bytes: [`memscope_render::aggregate_colour_site`]), or
-    /// [`memscope_render::MIXED_SITE`] for grey.
-    pub colour_site: u32,
-}
-
-impl From<&memscope_render::Aggregate> for AggregateSummary {
-    fn from(a: &memscope_render::Aggregate) -> Self {
-        AggregateSummary {
-            lo_bytes: a.lo_bytes,
-            hi_bytes: a.hi_bytes,
-            window_lo_bytes: a.window_lo_bytes,
-            window_hi_bytes: a.window_hi_bytes,
-            site: a.site,
-            allocations: a.allocations,
-            bytes: a.bytes as f64,
-            sites: a.sites,
-            top: a.top.map(|(site, bytes, n)| (site, bytes as f64, n)),
-            colour_site: memscope_render::aggregate_colour_site(a),
-        }
-    }
 }
 
 /// One frame of a stack, ready to show.

@@ -26,8 +26,7 @@ use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::Array;
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::{
-    post_transferring, AggregateSummary, Axis, Codec, Request, Response, StripBuf, TimelineStrips,
-    View,
+    post_transferring, Axis, Codec, Request, Response, StripBuf, TimelineStrips, View,
 };
 use memscope_render::{layout, legend, Aggregate, TimelineIndex, MIXED_SITE};
 use memscope_snapshot::{DeviceModel, Snapshot};
@@ -308,11 +307,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
         strips: StripBuf::from(&strips).transferred(&transfer),
         peak: (strips.peak.x, strips.peak.bytes as f64),
         legend,
-        aggregates: strips
-            .aggregates
-            .iter()
-            .map(AggregateSummary::from)
-            .collect(),
+        aggregates: strips.aggregates.clone(),
         sites: aggregate_sites(&d.index, &strips.aggregates),
         layout_ms: now_ms() - started,
     }));
