@@ -43,7 +43,8 @@ async function exportFigure(page, figure, format, { width = 1200, height = 700, 
   await page.fill('#export-density', String(density));
   await page.setChecked('#export-print', print);
   const file = await downloaded(page, () => page.click('#export-go'));
-  assert.equal(await page.$eval('#export-status', (e) => e.textContent), '');
+  // Each download is confirmed, by its name (a PNG once the browser has drawn it).
+  await page.waitForFunction((n) => document.getElementById('export-status').textContent.startsWith(`Saved ${n}: `), file.name);
   // Kept for people to look at (tests/browser/artifacts/figures/).
   await mkdir(join(artifacts, 'figures'), { recursive: true });
   await writeFile(join(artifacts, 'figures', `${print ? 'print-' : ''}${file.name}`), file.bytes);

@@ -146,6 +146,8 @@ async function exportHtml(page, dir, name, { ranks, range }) {
   const said = await page.$eval('#export-status', (e) => e.textContent);
   assert.match(said, /ready to save/);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-html-save')]);
+  // The download is confirmed by its name.
+  await page.waitForFunction((n) => document.getElementById('export-status').textContent.startsWith(`Saved ${n}: one HTML file, `), download.suggestedFilename());
   const path = join(dir, name);
   await download.saveAs(path);
   assert.equal(statSync(path).size, bytes, 'the size shown is the size saved');

@@ -62,6 +62,7 @@
 //! assert_eq!(state.totals.largest_free_bytes, 512);
 //! ```
 
+pub mod csv;
 mod events;
 mod pools;
 mod query;

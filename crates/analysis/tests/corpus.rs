@@ -443,3 +443,52 @@ fn odd_files_never_panic() {
     }
     assert!(loaded >= 10, "{loaded} files loaded");
 }
+
+/// The CSV of every real device: one line per trace entry (its action as recorded, in
+/// trace order) and one per allocation of the table (each once, largest first, the
+/// rows from inside the trace one per alloc entry), the header first.
+#[test]
+fn csv_tables_hold_every_entry_and_allocation() {
+    use memscope_analysis::csv::{events_csv, table_csv, EVENTS_HEADER, TABLE_HEADER};
+    let devices = each_device(|what, snap, allocs, analysis| {
+        let n = analysis.event_count();
+        let text = events_csv(&analysis.events_page(snap, 0, u32::MAX));
+        let lines: Vec<&str> = text.split_terminator("\r\n").collect();
+        assert_eq!(lines[0], EVENTS_HEADER.join(","), "{what}");
+        assert_eq!(lines.len() as u32, n + 1, "{what}");
+        for (k, line) in lines[1..].iter().enumerate() {
+            let e = allocs.trace.start as usize + k;
+            let mut fields = line.split(',');
+            assert_eq!(fields.next(), Some(k.to_string().as_str()), "{what}");
+            assert_eq!(fields.nth(1), Some(snap.action_name(e)), "{what} entry {k}");
+        }
+        let all = analysis.table_page(
+            snap,
+            SortKey::Size,
+            Direction::Descending,
+            "",
+            0,
+            usize::MAX,
+        );
+        let text = table_csv(&all.rows);
+        let lines: Vec<&str> = text.split_terminator("\r\n").collect();
+        assert_eq!(lines[0], TABLE_HEADER.join(","), "{what}");
+        assert_eq!(lines.len() as u64, all.total_rows + 1, "{what}");
+        let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
+        let sizes: Vec<u64> = rows.iter().map(|r| r[2].parse().unwrap()).collect();
+        assert!(
+            sizes.windows(2).all(|w| w[0] >= w[1]),
+            "{what}: largest first"
+        );
+        let mut ids: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), rows.len(), "{what}: each allocation once");
+        let in_trace = rows.iter().filter(|r| r[8] == "false").count();
+        let allocs_in_trace = (0..n)
+            .filter(|&k| snap.action((allocs.trace.start + k) as usize) == Action::Alloc)
+            .count();
+        assert_eq!(in_trace, allocs_in_trace, "{what}: one row per alloc entry");
+    });
+    assert!(devices >= 9);
+}

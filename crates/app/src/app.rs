@@ -10,7 +10,8 @@ use std::rc::{Rc, Weak};
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
-    AllocationDetail, DeviceInfo, Phase, RankInfo, Request, Response, Source, ViewHint, CANCELLED,
+    AllocationDetail, DeviceInfo, LoadPhase, RankInfo, Request, Response, Source, ViewHint,
+    CANCELLED,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{base_name, rank_from_name};
@@ -19,7 +20,7 @@ use web_sys::{File, HtmlElement};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
 use crate::panel;
 use crate::pool::Pool;
-use crate::timeline::Timeline;
+use crate::timeline::TimelinePane;
 use memscope_render::gl::NO_ID;
 
 /// Where a rank is in its life.
@@ -30,7 +31,7 @@ pub enum RankState {
     Loading {
         bytes_read: f64,
         total: f64,
-        phase: Phase,
+        phase: LoadPhase,
     },
     /// Loaded, kept by worker `slot`.
     Ready(RankInfo),
@@ -61,7 +62,7 @@ pub struct App {
     /// Bookmarks and other ways in.
     pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
-    pub timeline: Option<Timeline>,
+    pub timeline: Option<TimelinePane>,
     /// The page model: every piece of view state has its one owner there.
     pub page: memscope_page::State,
     /// This page, for callbacks made later (animation frames, timers).
@@ -102,7 +103,7 @@ pub type Shared = Rc<RefCell<App>>;
 
 impl App {
     /// Creates the page state; `on_response` is given worker responses.
-    pub fn new(pool: Pool, timeline: Option<Timeline>, self_ref: Weak<RefCell<App>>) -> App {
+    pub fn new(pool: Pool, timeline: Option<TimelinePane>, self_ref: Weak<RefCell<App>>) -> App {
         App {
             pool,
             fleet: Default::default(),
@@ -228,7 +229,7 @@ impl App {
             rank.state = RankState::Loading {
                 bytes_read: 0.0,
                 total: 0.0,
-                phase: Phase::Reading,
+                phase: LoadPhase::Reading,
             };
             let request = Request::Load {
                 rank_key: rank.key,
@@ -374,7 +375,7 @@ impl App {
                 let legend = strips
                     .legend
                     .iter()
-                    .map(|e| (e.label.clone(), e.bytes as u64))
+                    .map(|e| (e.label.clone(), e.bytes))
                     .collect();
                 let changed = self
                     .palette
@@ -653,6 +654,15 @@ impl App {
             Part::Search | Part::SearchBox | Part::SearchMatches => {
                 crate::lenses::render_part(self, part)
             }
+            Part::TableCursor(key) => crate::lenses::table_key(self, key),
+            Part::FocusedDevice => {
+                if let Some((key, device)) = dom::document()
+                    .active_element()
+                    .and_then(|e| device_row_of(&e))
+                {
+                    self.activate(key, device, true);
+                }
+            }
         }
     }
 
@@ -816,9 +826,9 @@ impl App {
                 phase,
             } => {
                 let what = match phase {
-                    Phase::Reading => "reading",
-                    Phase::Analysing => "analysing",
-                    Phase::Drawing => "laying out",
+                    LoadPhase::Reading => "reading",
+                    LoadPhase::Analysing => "analysing",
+                    LoadPhase::Drawing => "laying out",
                 };
                 let text = if *total > 0.0 {
                     format!(
@@ -1037,4 +1047,12 @@ fn show_trace_or_notice(d: &DeviceInfo) {
              torch.cuda.memory._record_memory_history() before the run.",
         ),
     );
+}
+
+/// The rank key and device of the device row `e` is in, if any.
+pub fn device_row_of(e: &web_sys::Element) -> Option<(u32, i32)> {
+    let row = e.closest("#ranks .device").ok().flatten()?;
+    let key = row.get_attribute("data-key")?.parse().ok()?;
+    let device = row.get_attribute("data-device")?.parse().ok()?;
+    Some((key, device))
 }

@@ -1,14 +1,21 @@
 //! Exports: every figure as SVG (vector: rectangles, lines, axes and labels as text, at
 //! a chosen size; made by [`crate::figures`]) or PNG (the same drawing rasterised at the
-//! chosen size × pixel density), and the loaded ranks' summaries as CSV or JSON (the
-//! fields of `memscope summary --json`), the fleet's anomalies as JSON. Everything is
-//! generated in the page and downloaded; nothing leaves the machine.
+//! chosen size × pixel density); the loaded ranks' summaries as CSV or JSON lines (the
+//! fields of `memscope summary --json`); the anomalies as JSON lines (those of
+//! `memscope anomalies --json`, with the file's warnings); the shown device's top
+//! allocations (as sorted and filtered) and event list as CSV, written whole by its
+//! worker (`memscope_analysis::csv`). Downloads are named by the file's path relative
+//! to what was opened (`memscope_page::names`), and each is confirmed in the dialog's
+//! status line. Everything is generated in the page and downloaded; nothing leaves the
+//! machine.
 
 use memscope_snapshot::DeviceSummary;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{HtmlAnchorElement, HtmlCanvasElement, HtmlImageElement};
+
+use memscope_protocol::lens::{CsvAnswer, CsvTable};
 
 use crate::app::{App, RankState};
 use crate::dom;
@@ -23,35 +30,6 @@ pub fn summaries(app: &App) -> Vec<DeviceSummary> {
         })
         .flatten()
         .collect()
-}
-
-/// One CSV field, quoted when needed (RFC 4180).
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
-}
-
-/// A CSV document from a header and rows.
-pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = header
-        .iter()
-        .map(|h| csv_field(h))
-        .collect::<Vec<_>>()
-        .join(",");
-    out.push_str("\r\n");
-    for row in rows {
-        out.push_str(
-            &row.iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        out.push_str("\r\n");
-    }
-    out
 }
 
 /// The summaries as CSV, one row per (file, device), the CLI's JSON fields as columns.
@@ -94,7 +72,7 @@ pub fn summaries_csv(app: &App) -> String {
             ]
         })
         .collect();
-    csv(&header, &rows)
+    memscope_analysis::csv::document(&header, &rows)
 }
 
 /// The summaries as JSON lines, exactly as `memscope summary --json` prints them.
@@ -109,6 +87,79 @@ fn serde_json_line<T: serde::Serialize>(value: &T) -> Option<String> {
         .ok()?;
     let text = js_sys::JSON::stringify(&js).ok()?;
     Some(format!("{}\n", String::from(text)))
+}
+
+/// The anomalies as JSON lines, as `memscope anomalies --json` prints them, each with
+/// the warnings of its file (as the page lists them); `None` before any rank reported.
+pub fn anomalies_json(app: &App) -> Option<(String, usize)> {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(flatten)]
+        anomaly: &'a memscope_fleet::Anomaly,
+        warnings: &'a [String],
+    }
+    let combined = app.fleet.combined()?;
+    let anomalies = &combined.report.anomalies;
+    let text = anomalies
+        .iter()
+        .filter_map(|a| {
+            let warnings = combined
+                .key_of(&a.id)
+                .and_then(|(key, _)| app.ranks.iter().find(|r| r.key == key))
+                .and_then(|r| match &r.state {
+                    RankState::Ready(info) => Some(info.warnings.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or(&[]);
+            serde_json_line(&Line {
+                anomaly: a,
+                warnings,
+            })
+        })
+        .collect();
+    Some((text, anomalies.len()))
+}
+
+/// `n` things in words, singular for one ("1 anomaly", "2,081 trace entries").
+fn counted(n: u64, one: &str, many: &str) -> String {
+    let noun = if n == 1 { one } else { many };
+    format!("{} {noun}", memscope_snapshot::units::format_count(n))
+}
+
+/// Says in the dialog's status line what was saved.
+fn saved(name: &str, what: &str, bytes: usize) {
+    set_status(&format!(
+        "Saved {name}: {what}, {}",
+        memscope_snapshot::units::format_bytes(bytes as u64)
+    ));
+}
+
+fn set_status(text: &str) {
+    dom::by_id::<web_sys::HtmlElement>("export-status").set_text_content(Some(text));
+}
+
+/// Downloads `text` as `name` and confirms it in the status line.
+fn download_text(name: &str, mime: &str, text: String, what: &str) -> Result<(), JsValue> {
+    let bytes = text.len();
+    download(name, mime, &text.into())?;
+    saved(name, what, bytes);
+    Ok(())
+}
+
+/// A table the shown device's worker wrote as CSV: download it.
+pub fn on_csv(app: &App, answer: CsvAnswer) {
+    let (suffix, one, many) = match answer.table {
+        CsvTable::TopAllocations { .. } => ("top-allocations", "allocation", "allocations"),
+        CsvTable::Events => ("events", "trace entry", "trace entries"),
+    };
+    let name = format!("{}-{suffix}.csv", base_name(app));
+    let rows = counted(answer.rows, one, many);
+    if let Err(e) = download_text(&name, "text/csv", answer.text, &rows) {
+        set_status(&format!(
+            "Could not export: {}",
+            e.as_string().unwrap_or_default()
+        ));
+    }
 }
 
 /// Downloads `content` as a file named `name`.
@@ -209,28 +260,31 @@ fn export_figure(app: &App, png: bool, size: memscope_figures::Size) -> Result<(
     let svg = crate::figures::svg(app, figure, crate::figures::look(print), size)?;
     let stem = crate::figures::file_stem(app, figure);
     if !png {
-        return download(&format!("{stem}.svg"), "image/svg+xml", &svg.into());
+        return download_text(&format!("{stem}.svg"), "image/svg+xml", svg, "SVG figure");
     }
     let density = density_input();
     let (width, height) = (size.width_px * density, size.height_px * density);
     let name = format!("{stem}.png");
+    set_status(&format!("Drawing {name}…"));
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(e) = download_png(name, svg, width, height).await {
-            web_sys::console::error_2(&"memscope: PNG export failed".into(), &e);
-            dom::by_id::<web_sys::HtmlElement>("export-status")
-                .set_text_content(Some("Could not export: the browser could not draw the PNG"));
+        match download_png(name.clone(), svg, width, height).await {
+            Ok(()) => set_status(&format!("Saved {name}: PNG figure, {width} × {height} px")),
+            Err(e) => {
+                web_sys::console::error_2(&"memscope: PNG export failed".into(), &e);
+                set_status("Could not export: the browser could not draw the PNG");
+            }
         }
     });
     Ok(())
 }
 
-/// The downloaded file's name without extension: the shown rank and device.
+/// The downloaded file's name without extension: the shown rank (by its path
+/// relative to what was opened) and device.
 fn base_name(app: &App) -> String {
     app.active
         .and_then(|(key, device)| {
             let rank = app.ranks.iter().find(|r| r.key == key)?;
-            let stem = rank.name.split('.').next().unwrap_or("memscope");
-            Some(format!("{stem}-device{device}"))
+            Some(memscope_page::names::download_stem(&rank.name, device))
         })
         .unwrap_or_else(|| "memscope".to_owned())
 }
@@ -246,28 +300,57 @@ fn export(app: &crate::app::Shared) {
         size_input("export-width", 1600),
         size_input("export-height", 900),
     );
-    let app_ref = app.borrow();
+    let mut app_ref = app.borrow_mut();
+    let csv_table = match format.as_str() {
+        "top-csv" => crate::lenses::top_allocations_csv(&app_ref),
+        "events-csv" => Some(CsvTable::Events),
+        _ => None,
+    };
     let result = match format.as_str() {
         "svg" => export_figure(&app_ref, false, size),
         "png" => export_figure(&app_ref, true, size),
-        "csv" => download(
-            "memscope-summaries.csv",
-            "text/csv",
-            &summaries_csv(&app_ref).into(),
-        ),
-        _ => download(
-            "memscope-summaries.jsonl",
-            "application/json",
-            &summaries_json(&app_ref).into(),
-        ),
+        "csv" => {
+            let n = summaries(&app_ref).len();
+            download_text(
+                "memscope-summaries.csv",
+                "text/csv",
+                summaries_csv(&app_ref),
+                &counted(n as u64, "rank summary", "rank summaries"),
+            )
+        }
+        "json" => {
+            let n = summaries(&app_ref).len();
+            download_text(
+                "memscope-summaries.jsonl",
+                "application/json",
+                summaries_json(&app_ref),
+                &counted(n as u64, "rank summary", "rank summaries"),
+            )
+        }
+        "anomalies" => match anomalies_json(&app_ref) {
+            Some((text, n)) => download_text(
+                "memscope-anomalies.jsonl",
+                "application/json",
+                text,
+                &counted(n as u64, "anomaly", "anomalies"),
+            ),
+            None => Err(JsValue::from_str("no rank is loaded yet")),
+        },
+        "top-csv" | "events-csv" => match csv_table {
+            Some(table) if app_ref.active.is_some() => {
+                set_status("Writing the table…");
+                crate::lenses::ask_csv(&mut app_ref, table);
+                Ok(())
+            }
+            _ => Err(JsValue::from_str("open a device first")),
+        },
+        other => Err(JsValue::from_str(&format!("unknown export {other:?}"))),
     };
-    let status: web_sys::HtmlElement = dom::by_id("export-status");
-    match result {
-        Ok(()) => status.set_text_content(Some("")),
-        Err(e) => status.set_text_content(Some(&format!(
+    if let Err(e) = result {
+        set_status(&format!(
             "Could not export: {}",
             e.as_string().unwrap_or_default()
-        ))),
+        ));
     }
 }
 

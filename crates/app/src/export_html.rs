@@ -263,12 +263,17 @@ async fn finish() {
 pub fn save(base: &str) {
     let html = PENDING.with(|p| p.borrow().as_ref().and_then(|p| p.html.clone()));
     if let Some(html) = html {
-        if let Err(e) = crate::export::download(&format!("{base}.html"), "text/html", &html.into())
-        {
-            status(&format!(
+        let name = format!("{base}.html");
+        let bytes = html.len() as u64;
+        match crate::export::download(&name, "text/html", &html.into()) {
+            Ok(()) => status(&format!(
+                "Saved {name}: one HTML file, {}",
+                memscope_snapshot::units::format_bytes(bytes)
+            )),
+            Err(e) => status(&format!(
                 "Could not save: {}",
                 e.as_string().unwrap_or_default()
-            ));
+            )),
         }
     }
 }

@@ -95,10 +95,7 @@ fn active(app: &App) -> Option<(String, i32)> {
 
 /// The file name of `figure` (without extension).
 pub fn file_stem(app: &App, figure: Figure) -> String {
-    let rank = active(app).map(|(name, device)| {
-        let stem = name.split('.').next().unwrap_or("memscope").to_owned();
-        format!("{stem}-device{device}")
-    });
+    let rank = active(app).map(|(name, device)| memscope_page::names::download_stem(&name, device));
     match (figure, rank) {
         (Figure::Timeline, Some(rank)) => rank,
         (Figure::Segments | Figure::Lanes | Figure::Flame, Some(rank)) => {
@@ -134,21 +131,11 @@ pub fn svg(app: &App, figure: Figure, look: Look, size: Size) -> Result<String, 
 fn timeline(app: &App, title: &str, style: &Style, size: Size) -> Option<String> {
     let t = app.timeline.as_ref()?;
     let shown = t.shown.as_ref()?;
-    let legend: Vec<memscope_render::LegendEntry> = shown
-        .legend
-        .iter()
-        .map(|e| memscope_render::LegendEntry {
-            label: e.label.clone(),
-            color: e.color,
-            bytes: e.bytes as u64,
-            allocations: e.allocations,
-        })
-        .collect();
     let plot = memscope_figures::plot::timeline(
         title,
         &shown.strips,
         &t.layout_view(&app.page.window),
-        &legend,
+        &shown.legend,
         shown.peak,
         style,
     );

@@ -78,6 +78,11 @@ pub struct Fleet {
 }
 
 impl Fleet {
+    /// The reports combined, once any rank reported.
+    pub fn combined(&self) -> Option<&Combined> {
+        self.combined.as_ref()
+    }
+
     /// A fresh request number.
     fn next_id(&mut self) -> u32 {
         self.next_id += 1;

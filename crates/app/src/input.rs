@@ -74,6 +74,12 @@ fn focus_of(target: Option<web_sys::EventTarget>) -> Focus {
     if within("#events-grid").is_some() {
         return Focus::EventsGrid;
     }
+    if within("#table-grid").is_some() {
+        return Focus::TableGrid;
+    }
+    if within("#ranks .device").is_some() {
+        return Focus::DeviceRow;
+    }
     if within("[role=grid],[role=tablist],[role=listbox]").is_some() {
         return Focus::OtherGrid;
     }
@@ -387,8 +393,10 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
                 );
                 // The call site whose colour is drawn there, and that colour (none:
                 // grey, sites mixed).
-                if let Some((label, colour)) =
-                    t.shown.as_ref().and_then(|s| s.sites.get(&a.colour_site))
+                if let Some((label, colour)) = t
+                    .shown
+                    .as_ref()
+                    .and_then(|s| s.sites.get(&memscope_render::aggregate_colour_site(a)))
                 {
                     attr(&readout, "data-aggregate-site", label);
                     let [r, g, b, _] = colour.to_le_bytes();

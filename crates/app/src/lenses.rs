@@ -26,7 +26,7 @@
 //! kept ([`Lenses::timings`]) and marked with `performance.measure`.
 
 mod flame;
-mod glview;
+pub(crate) mod glview;
 mod lists;
 pub mod rows;
 pub(crate) mod search;
@@ -36,6 +36,7 @@ mod vlist;
 mod whatif;
 
 pub use glview::highlighted;
+pub use lists::table_key;
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
@@ -46,7 +47,7 @@ use std::rc::Rc;
 use memscope_page::requests::{Coalescer, Outgoing, Verdict};
 use memscope_page::{Msg, Part};
 use memscope_protocol::lens::{
-    At, LensKind, LensRequest, LensResponse, MomentAnswer, Overview, RangeAnswer,
+    At, CsvTable, LensKind, LensOverview, LensRequest, LensResponse, MomentAnswer, RangeAnswer,
 };
 use memscope_protocol::{Axis, Request};
 use memscope_render::gl::NO_ID;
@@ -83,7 +84,7 @@ pub struct Lenses {
     /// The device the state below belongs to.
     device: Option<(u32, i32)>,
     /// What every lens needs up front.
-    pub overview: Option<Overview>,
+    pub overview: Option<LensOverview>,
     /// What the worker said about the moment (the page model owns which it is).
     pub moment: Option<Box<MomentAnswer>>,
     /// What the worker said about the range (the page model owns which it is).
@@ -348,6 +349,7 @@ fn handle(app: &mut App, response: LensResponse, asked: f64) {
         LensResponse::Segments(answer) => rows::on_segments(app, answer),
         LensResponse::Pools(answer) => rows::on_pools(app, answer),
         LensResponse::WhatIf(answer) => whatif::on_answer(app, answer),
+        LensResponse::Csv(answer) => crate::export::on_csv(app, answer),
     }
 }
 
@@ -382,6 +384,21 @@ pub fn ask_range(app: &mut App, range: memscope_page::Range) {
 /// Asks for the matches of `text` (empty: the worker forgets them).
 pub fn ask_search(app: &mut App, text: String) {
     ask(app, LensRequest::Search { text });
+}
+
+/// Asks for a whole table as CSV (for a download).
+pub fn ask_csv(app: &mut App, table: CsvTable) {
+    ask(app, LensRequest::Csv(table));
+}
+
+/// The top-allocations table as shown (sort and filter), to write as CSV.
+pub fn top_allocations_csv(app: &App) -> Option<CsvTable> {
+    let l = app.lenses.lists.as_ref()?;
+    Some(CsvTable::TopAllocations {
+        key: l.key,
+        direction: l.direction,
+        filter: l.filter.clone(),
+    })
 }
 
 /// Asks where allocation `id` lives, to bring it into view.

@@ -28,12 +28,12 @@ use std::rc::Rc;
 
 use memscope_protocol::Source;
 use wasm_bindgen::JsCast;
-use web_sys::{DragEvent, Event, HtmlElement, HtmlInputElement, KeyboardEvent, MouseEvent};
+use web_sys::{DragEvent, Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{by_id, on};
 use crate::pool::Pool;
-use crate::timeline::Timeline;
+use crate::timeline::TimelinePane;
 
 /// The bundled example (copied into the build by index.html), relative to `<base>`.
 const EXAMPLE: &str = "example/forward-fp32.pickle";
@@ -47,7 +47,7 @@ fn main() {
                 app.borrow_mut().on_response(slot, response);
             }
         }));
-        let timeline = match Timeline::new() {
+        let timeline = match TimelinePane::new() {
             Ok(t) => Some(t),
             Err(message) => {
                 let note: HtmlElement = by_id("empty-state");
@@ -159,32 +159,14 @@ fn wire_loading(app: &Shared) {
     }
     // Choosing a device.
     let ranks: HtmlElement = by_id("ranks");
-    let choose = {
-        let app = app.clone();
-        move |target: Option<web_sys::EventTarget>| {
-            let Some(e) = target.and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else {
-                return;
-            };
-            let Ok(Some(row)) = e.closest(".device") else {
-                return;
-            };
-            let key = row.get_attribute("data-key").and_then(|k| k.parse().ok());
-            let device = row
-                .get_attribute("data-device")
-                .and_then(|d| d.parse().ok());
-            if let (Some(key), Some(device)) = (key, device) {
-                app.borrow_mut().activate(key, device, true);
-            }
-        }
-    };
-    {
-        let choose = choose.clone();
-        on(&ranks, "click", move |e: MouseEvent| choose(e.target()));
-    }
-    on(&ranks, "keydown", move |e: KeyboardEvent| {
-        if e.key() == "Enter" || e.key() == " " {
-            e.prevent_default();
-            choose(e.target());
+    let app = app.clone();
+    on(&ranks, "click", move |e: MouseEvent| {
+        if let Some((key, device)) = e
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|t| app::device_row_of(&t))
+        {
+            app.borrow_mut().activate(key, device, true);
         }
     });
 }

@@ -15,14 +15,14 @@
 use std::collections::HashMap;
 
 use memscope_page::{Extents, Window};
-use memscope_protocol::{AggregateSummary, Axis, DeviceInfo, LegendEntry, Strips, View};
-use memscope_render::palette::{overlay_color, Theme};
+use memscope_protocol::{Axis, DeviceInfo, TimelineStrips, View};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::lenses::glview::{dark, line_strips_gl};
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
 
 /// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
@@ -31,9 +31,9 @@ pub struct Shown {
     pub view: View,
     pub strips: memscope_render::Strips,
     pub peak: (f64, f64),
-    pub legend: Vec<LegendEntry>,
+    pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds (entry `k`: instance `k`).
-    pub aggregates: Vec<AggregateSummary>,
+    pub aggregates: Vec<memscope_render::Aggregate>,
     /// The labels and colours of the call sites the aggregates name.
     pub sites: HashMap<u32, (String, u32)>,
 }
@@ -48,7 +48,7 @@ pub enum Hit {
 }
 
 /// The timeline widget.
-pub struct Timeline {
+pub struct TimelinePane {
     canvas: HtmlCanvasElement,
     gl: glow::Context,
     renderer: Renderer,
@@ -107,13 +107,13 @@ pub fn webgl2(canvas: &HtmlCanvasElement) -> Result<glow::Context, String> {
     Ok(glow::Context::from_webgl2_context(context))
 }
 
-impl Timeline {
+impl TimelinePane {
     /// Sets up WebGL2 on `#canvas`.
-    pub fn new() -> Result<Timeline, String> {
+    pub fn new() -> Result<TimelinePane, String> {
         let canvas: HtmlCanvasElement = by_id("canvas");
         let gl = webgl2(&canvas)?;
         let renderer = Renderer::new(&gl)?;
-        Ok(Timeline {
+        Ok(TimelinePane {
             canvas,
             gl,
             renderer,
@@ -191,7 +191,7 @@ impl Timeline {
         )
     }
 
-    /// What is drawn under data coordinates (absolute, as [`Timeline::data_at`] gives):
+    /// What is drawn under data coordinates (absolute, as [`TimelinePane::data_at`] gives):
     /// the shown strips are drawn through the current view, so the strips' own hit test
     /// answers exactly for what is on screen.
     pub fn hit(&self, w: &Window, x: f64, y: f64) -> Option<Hit> {
@@ -236,11 +236,11 @@ impl Timeline {
             "{} allocation{} too thin to draw one by one: {}",
             format_count(u64::from(a.allocations)),
             if a.allocations == 1 { "" } else { "s" },
-            format_bytes(a.bytes as u64)
+            format_bytes(a.bytes)
         )];
         if a.site == MIXED_SITE {
             // Drawn in the colour of a site holding most of its bytes, or grey: say which.
-            lines.push(match a.colour_site {
+            lines.push(match memscope_render::aggregate_colour_site(a) {
                 MIXED_SITE => format!("{} call sites mixed:", a.sites),
                 site => format!(
                     "{} call sites, drawn as {} (most of its bytes):",
@@ -252,7 +252,7 @@ impl Timeline {
                 lines.push(format!(
                     "  {} — {} in {}",
                     label(site),
-                    format_bytes(bytes as u64),
+                    format_bytes(bytes),
                     format_count(u64::from(n))
                 ));
             }
@@ -280,7 +280,7 @@ impl Timeline {
 
     /// Takes new strips if they are for the device shown and not older than the ones
     /// shown; says whether it took them.
-    pub fn set_strips(&mut self, strips: Strips) -> bool {
+    pub fn set_strips(&mut self, strips: TimelineStrips) -> bool {
         let Some((rank_key, device, _)) = &self.device else {
             return false;
         };
@@ -292,16 +292,7 @@ impl Timeline {
                 return false;
             }
         }
-        let mut render = memscope_render::Strips::from_parts(
-            strips.view,
-            strips.origin_x,
-            strips.origin_y,
-            strips.rects.to_vec(),
-            strips.colors.to_vec(),
-            strips.ids.to_vec(),
-        );
-        render.lines = strips.lines.to_vec();
-        render.line_strips = strips.line_strips.clone();
+        let render = memscope_render::Strips::from(&strips.strips);
         let colors = self.shaded(&render);
         self.renderer
             .set_bands(&self.gl, &render.rects, &colors, &render.ids);
@@ -310,7 +301,7 @@ impl Timeline {
         self.recolor = false;
         self.shown = Some(Shown {
             request: strips.request,
-            view: strips.view,
+            view: strips.strips.view,
             strips: render,
             peak: strips.peak,
             legend: strips.legend,
@@ -347,18 +338,8 @@ impl Timeline {
 
     /// Uploads the overlay lines in the theme's colours.
     fn upload_lines(&mut self, strips: &memscope_render::Strips) {
-        let theme = if dark_theme() {
-            Theme::Dark
-        } else {
-            Theme::Light
-        };
-        let line_strips = strips
-            .line_strips
-            .iter()
-            .map(|l| (l.first as i32, l.count as i32, overlay_color(l.kind, theme)))
-            .collect();
         self.renderer
-            .set_lines(&self.gl, &strips.lines, line_strips);
+            .set_lines(&self.gl, &strips.lines, line_strips_gl(strips));
     }
 
     /// The theme changed: recolour the overlays (a redraw shows them).
@@ -435,14 +416,14 @@ pub fn publish_window(v: &Window) {
     attr(&plot, "data-y-max-bytes", &v.y1.to_string());
 }
 
-impl Timeline {
+impl TimelinePane {
     /// Draws the current strips through `window` with `selected` outlined (`NO_ID`:
     /// none), and the DOM overlays. Called once per animation frame at most.
     pub fn draw(&mut self, window: &Window, selected: u32) {
         self.update_outlines(selected);
         publish_window(window);
         let (w, h) = self.fit_canvas();
-        let dark = dark_theme();
+        let dark = dark();
         let background = if dark {
             [0.09, 0.10, 0.12, 1.0]
         } else {
@@ -566,15 +547,15 @@ impl Timeline {
                 &format!(
                     "{}\n{} bytes in {} allocations at the peak",
                     entry.label,
-                    format_count(entry.bytes as u64),
+                    format_count(entry.bytes),
                     format_count(u64::from(entry.allocations))
                 ),
             );
-            let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes as u64));
+            let bytes = el_text("span", "legend-bytes", &format_bytes(entry.bytes));
             attr(
                 &bytes,
                 "title",
-                &format!("{} bytes at the peak", format_count(entry.bytes as u64)),
+                &format!("{} bytes at the peak", format_count(entry.bytes)),
             );
             append(&item, &bytes);
             append(&legend, &item);
@@ -619,13 +600,6 @@ impl Timeline {
     pub fn canvas(&self) -> &HtmlCanvasElement {
         &self.canvas
     }
-}
-
-/// Whether the page uses the dark theme.
-fn dark_theme() -> bool {
-    dom::document()
-        .document_element()
-        .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"))
 }
 
 /// A legend swatch's CSS background: the colour, hatched for allocations without a

@@ -14,12 +14,12 @@ use memscope_figures::bars::{Bar, Bars, Unit};
 use memscope_figures::plot::RowLabel;
 use memscope_figures::{bars, curves, grid, heatmap, plot, Look, Size, Style};
 use memscope_fleet::{
-    config_grid, row_labels, runs_from_ranks, Align, Axis as HeatAxis, Heatmap, Metric, RankFacts,
+    config_grid, row_labels, runs_from_ranks, Align, BinnedAxis, Heatmap, Metric, RankFacts,
     RankModel,
 };
 use memscope_render::{
     flame_layout, lanes_layout, layout, legend, segment_layout, Axis, FlameOptions, FlameTree,
-    FlameView, Lanes, RowsView, Segments, TimelineIndex, TimelineView,
+    FlameView, Lanes, RowsView, SegmentIndex, TimelineIndex, TimelineView,
 };
 use memscope_snapshot::units::format_bytes;
 use memscope_snapshot::{base_name, DeviceModel, Snapshot};
@@ -195,7 +195,7 @@ fn fleet_figure(
             if models.is_empty() {
                 return Err("no readable rank".to_owned());
             }
-            let axis = HeatAxis::for_ranks(&facts, HEAT_BINS);
+            let axis = BinnedAxis::for_ranks(&facts, HEAT_BINS);
             let refs: Vec<&RankModel> = models.iter().collect();
             let map = Heatmap::new(&refs, axis, None);
             Ok(heatmap::svg(&map, &labels, style, opts.size))
@@ -318,7 +318,7 @@ fn device_figure(
             )
         }
         Figure::Segments => {
-            let segments = Segments::new(&index);
+            let segments = SegmentIndex::new(&index);
             let rows = (segments.len() as u32).min(size.height_px / ROW_PX).max(1);
             let rv = RowsView::new(&view, 0, rows, ROW_PX);
             let l = segment_layout(&index, &segments, &rv, None);

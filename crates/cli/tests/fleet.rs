@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use memscope_fleet::{
-    AnomalyKind, Axis, FleetReport, Heatmap, RankFacts, RankModel, RankReport, Thresholds,
+    AnomalyKind, BinnedAxis, FleetReport, Heatmap, RankFacts, RankModel, RankReport, Thresholds,
 };
 use memscope_snapshot::{load_bytes, Snapshot};
 use serde_json::Value;
@@ -173,7 +173,7 @@ fn one_leaking_rank_of_eight_is_named_everywhere() {
     // 2. Heatmap: the leaking rank's floor rises the most, by at least two leaks, the
     // others' barely; restricted to the leak site, only that rank holds anything, and
     // all four leaks at the end.
-    let axis = Axis::for_ranks(&facts, 200);
+    let axis = BinnedAxis::for_ranks(&facts, 200);
     let refs: Vec<&RankModel> = models.iter().collect();
     let heat = Heatmap::new(&refs, axis, None);
     let rises: Vec<i64> = heat.rows.iter().map(|r| r.floor_rise_bytes).collect();

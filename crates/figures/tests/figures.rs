@@ -10,7 +10,7 @@ use common::{elements, texts, Element};
 use memscope_figures::bars::{self, Bar, Bars, Unit};
 use memscope_figures::{curves, grid, heatmap, Look, Size, Style};
 use memscope_fleet::config::{Run, RunStatus};
-use memscope_fleet::{config_grid, Axis, AxisKind, Curves, HeatRow, Heatmap, RankId};
+use memscope_fleet::{config_grid, AxisKind, BinnedAxis, Curves, HeatRow, Heatmap, RankId};
 
 const GIB: u64 = 1 << 30;
 
@@ -167,7 +167,7 @@ fn row(rank: u64, values: Vec<Option<u64>>) -> HeatRow {
 #[test]
 fn heatmap_cells_carry_their_values_and_colours() {
     let map = Heatmap {
-        axis: Axis::new(AxisKind::TimeUs, 1_000_000, 1_004_000, 4),
+        axis: BinnedAxis::new(AxisKind::TimeUs, 1_000_000, 1_004_000, 4),
         rows: vec![
             row(0, vec![Some(0), Some(50), Some(50), Some(100)]),
             row(1, vec![None, Some(100), None, Some(25)]),
@@ -275,7 +275,7 @@ fn bars_scale_to_the_largest_and_mark_the_median() {
 #[test]
 fn curves_step_and_break() {
     let c = Curves {
-        axis: Axis::new(AxisKind::Events, 0, 99, 4),
+        axis: BinnedAxis::new(AxisKind::Events, 0, 99, 4),
         a: vec![Some(100), Some(200), None, Some(200)],
         b: vec![Some(50), Some(50), Some(50), Some(50)],
     };
@@ -324,7 +324,7 @@ fn print_style_is_light_and_scales_its_font() {
     let small = Style::new(Look::Print, Size::new(320, 200));
     assert_eq!(small.font_px, 12.0);
     let map = Heatmap {
-        axis: Axis::new(AxisKind::Events, 0, 10, 2),
+        axis: BinnedAxis::new(AxisKind::Events, 0, 10, 2),
         rows: vec![row(0, vec![Some(1), Some(2)])],
         max_bytes: 2,
     };

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use memscope_fleet::{
-    compare, Align, Axis, FleetReport, Heatmap, RankFacts, RankModel, RankReport, Thresholds,
+    compare, Align, BinnedAxis, FleetReport, Heatmap, RankFacts, RankModel, RankReport, Thresholds,
 };
 use memscope_snapshot::{load_reader, Snapshot};
 
@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t_fleet = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let refs: Vec<&RankModel> = models.iter().collect();
-    let heat = Heatmap::new(&refs, Axis::for_ranks(&facts, 1000), None);
+    let heat = Heatmap::new(&refs, BinnedAxis::for_ranks(&facts, 1000), None);
     let t_heat = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let cmp = match (snaps.first(), snaps.last(), models.first(), models.last()) {

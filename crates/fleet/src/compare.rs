@@ -30,7 +30,7 @@ use memscope_snapshot::Snapshot;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::heatmap::{bin_max, Axis, AxisKind};
+use crate::heatmap::{bin_max, AxisKind, BinnedAxis};
 use crate::rank::{RankId, RankModel};
 use crate::sites::{stack_key, Site};
 
@@ -77,7 +77,7 @@ pub struct SideInfo {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Curves {
     /// Relative positions: µs (or entries) from each side's zero.
-    pub axis: Axis,
+    pub axis: BinnedAxis,
     /// Side A, maximum per bin.
     pub a: Vec<Option<u64>>,
     /// Side B.
@@ -425,7 +425,7 @@ pub fn compare_side(
 }
 
 /// The relative axis of both curves: the union of the two sides' spans, in `bins` bins.
-pub fn curve_axis(a: &CompareSide, b: &CompareSide, use_time: bool, bins: u32) -> Axis {
+pub fn curve_axis(a: &CompareSide, b: &CompareSide, use_time: bool, bins: u32) -> BinnedAxis {
     let spans: Vec<(i64, i64)> = [a.span, b.span].into_iter().flatten().collect();
     let lo = spans.iter().map(|s| s.0).min().unwrap_or(0);
     let hi = spans.iter().map(|s| s.1).max().unwrap_or(0);
@@ -434,12 +434,17 @@ pub fn curve_axis(a: &CompareSide, b: &CompareSide, use_time: bool, bins: u32) -
     } else {
         AxisKind::Events
     };
-    Axis::new(kind, lo, hi, bins)
+    BinnedAxis::new(kind, lo, hi, bins)
 }
 
 /// The allocated bytes of `model` on the relative `axis` (maximum per bin), for a side
 /// whose zero is `zero` ([`SideInfo::zero`]).
-pub fn side_curve(model: &RankModel, zero: i64, use_time: bool, axis: &Axis) -> Vec<Option<u64>> {
+pub fn side_curve(
+    model: &RankModel,
+    zero: i64,
+    use_time: bool,
+    axis: &BinnedAxis,
+) -> Vec<Option<u64>> {
     bin_max(
         model.timeline.allocated(),
         model.timeline.initial_allocated(),

@@ -30,7 +30,7 @@ pub enum AxisKind {
 
 /// A binned axis: `bins` equal bins over `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Axis {
+pub struct BinnedAxis {
     /// Time or entry order.
     pub kind: AxisKind,
     /// The first position.
@@ -41,10 +41,10 @@ pub struct Axis {
     pub bins: u32,
 }
 
-impl Axis {
+impl BinnedAxis {
     /// An axis over `start..=end` (an empty range becomes one position).
-    pub fn new(kind: AxisKind, start: i64, end: i64, bins: u32) -> Axis {
-        Axis {
+    pub fn new(kind: AxisKind, start: i64, end: i64, bins: u32) -> BinnedAxis {
+        BinnedAxis {
             kind,
             start,
             end: end.max(start),
@@ -54,7 +54,7 @@ impl Axis {
 
     /// The axis shared by `facts`: their time span if every row with entries has a
     /// clock, else entry offsets up to the longest trace.
-    pub fn for_ranks(facts: &[RankFacts], bins: u32) -> Axis {
+    pub fn for_ranks(facts: &[RankFacts], bins: u32) -> BinnedAxis {
         let with_events: Vec<&RankFacts> = facts.iter().filter(|f| f.figures.events > 0).collect();
         let timed = with_events
             .iter()
@@ -69,7 +69,7 @@ impl Axis {
                 .filter_map(|f| f.figures.last_time_us)
                 .max();
             if let (Some(start), Some(end)) = (start, end) {
-                return Axis::new(AxisKind::TimeUs, start, end, bins);
+                return BinnedAxis::new(AxisKind::TimeUs, start, end, bins);
             }
         }
         let longest = facts
@@ -78,7 +78,7 @@ impl Axis {
             .max()
             .unwrap_or(1)
             .max(1);
-        Axis::new(
+        BinnedAxis::new(
             AxisKind::Events,
             0,
             i64::try_from(longest - 1).unwrap_or(i64::MAX),
@@ -108,7 +108,7 @@ pub fn bin_max(
     levels: &[u64],
     initial: u64,
     position: impl Fn(usize) -> i64,
-    axis: &Axis,
+    axis: &BinnedAxis,
 ) -> Vec<Option<u64>> {
     let mut out: Vec<Option<u64>> = vec![None; axis.bins as usize];
     let mut cur = initial;
@@ -153,7 +153,7 @@ pub struct HeatRow {
 
 /// The row of `model` on `axis`, restricted to the call site with key `site_key` if
 /// given.
-pub fn heat_row(model: &RankModel, axis: &Axis, site_key: Option<&str>) -> HeatRow {
+pub fn heat_row(model: &RankModel, axis: &BinnedAxis, site_key: Option<&str>) -> HeatRow {
     let tl = &model.timeline;
     let position = |k: usize| match axis.kind {
         AxisKind::TimeUs => tl.time_at(k).unwrap_or(axis.start),
@@ -234,7 +234,7 @@ pub fn site_levels(model: &RankModel, site_key: &str) -> (u64, Vec<u64>) {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heatmap {
     /// The shared axis.
-    pub axis: Axis,
+    pub axis: BinnedAxis,
     /// One row per (file, device).
     pub rows: Vec<HeatRow>,
     /// The largest value of any row (the colour scale's top).
@@ -243,7 +243,7 @@ pub struct Heatmap {
 
 impl Heatmap {
     /// The heatmap of `models` on `axis`, optionally restricted to one call site.
-    pub fn new(models: &[&RankModel], axis: Axis, site_key: Option<&str>) -> Heatmap {
+    pub fn new(models: &[&RankModel], axis: BinnedAxis, site_key: Option<&str>) -> Heatmap {
         let rows: Vec<HeatRow> = models
             .iter()
             .map(|m| heat_row(m, &axis, site_key))
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn bins_keep_peaks_and_carry_levels() {
-        let axis = Axis::new(AxisKind::TimeUs, 100, 199, 10);
+        let axis = BinnedAxis::new(AxisKind::TimeUs, 100, 199, 10);
         assert_eq!(
             (axis.bin_of(100), axis.bin_of(109), axis.bin_of(110)),
             (0, 0, 1)

@@ -82,7 +82,7 @@ pub use compare::{
 pub use config::{
     config_grid, parse_settings, run_name, runs_from_ranks, CellStatus, ConfigGrid, Run, RunStatus,
 };
-pub use heatmap::{heat_row, Axis, AxisKind, HeatRow, Heatmap};
+pub use heatmap::{heat_row, AxisKind, BinnedAxis, HeatRow, Heatmap};
 pub use iterations::{IterationSource, Iterations};
 pub use overview::{
     FloorGrowth, Metric, Outlier, OutlierRule, Overview, RankFacts, RankFigures, RankRow,

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use memscope_fleet::heatmap::heat_row;
 use memscope_fleet::{
     compare, config_grid, parse_settings, phases, rank_anomalies, run_name, Align, AnomalyKind,
-    Axis, AxisKind, CellStatus, Change, IterationSource, RankFacts, RankModel, Run, RunStatus,
-    Thresholds,
+    AxisKind, BinnedAxis, CellStatus, Change, IterationSource, RankFacts, RankModel, Run,
+    RunStatus, Thresholds,
 };
 use memscope_snapshot::{load_bytes, Snapshot};
 use serde_json::Value;
@@ -239,7 +239,7 @@ fn without_clocks_the_heatmap_follows_entry_order() {
     let m = RankModel::new(&p, &s, 0);
     let m2 = RankModel::new(&p2, &s2, 0);
     let facts = [RankFacts::new(&s, &m), RankFacts::new(&s2, &m2)];
-    let axis = Axis::for_ranks(&facts, 64);
+    let axis = BinnedAxis::for_ranks(&facts, 64);
     let events = expected[&("four-devices-no-time-us.pickle".to_owned(), 0)]["events"]
         .as_u64()
         .unwrap();
@@ -256,7 +256,7 @@ fn without_clocks_the_heatmap_follows_entry_order() {
         .all(Option::is_none));
     // With clocks on every rank, the axis is absolute time.
     let facts = [facts[1].clone()];
-    let axis = Axis::for_ranks(&facts, 10);
+    let axis = BinnedAxis::for_ranks(&facts, 10);
     assert_eq!(
         (axis.kind, axis.start, axis.end),
         (AxisKind::TimeUs, 1772552953882415, 1772552953894721)

@@ -11,6 +11,7 @@
 //! Web-free, so the interaction rules are tested natively.
 
 pub mod keys;
+pub mod names;
 pub mod requests;
 pub mod url;
 pub mod window;
@@ -286,6 +287,10 @@ pub enum Msg {
         /// Where the keyboard is.
         focus: Focus,
     },
+    /// A key for the top-allocations table's cursor.
+    TableKey(keys::ListKey),
+    /// Show the device whose row has the keyboard (Enter or Space on it, as a click).
+    ShowFocusedDevice,
 }
 
 /// A part of the page to bring up to date with the state.
@@ -315,6 +320,10 @@ pub enum Part {
     Help,
     /// A drag in progress is abandoned (its box hidden).
     Drag,
+    /// The top-allocations table's cursor moves (or its row is opened) by a key.
+    TableCursor(keys::ListKey),
+    /// The device whose row has the keyboard is shown.
+    FocusedDevice,
 }
 
 /// A question for the shown device's worker.
@@ -631,6 +640,8 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
                 apply(s, Msg::Select(None), fx);
             }
         }
+        Msg::TableKey(key) => fx.push(Effect::Dom(Part::TableCursor(key))),
+        Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
     }
 }
 

@@ -21,7 +21,7 @@
 use js_sys::Float64Array;
 use serde::{Deserialize, Serialize};
 
-use memscope_fleet::{Align, Axis, CompareSide, HeatRow, RankReport};
+use memscope_fleet::{Align, BinnedAxis, CompareSide, HeatRow, RankReport};
 
 /// Which side of a comparison a message is about (A and B may be the same rank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +47,7 @@ pub enum FleetRequest {
         /// The page's request number.
         id: u32,
         /// The axis shared by every rank.
-        axis: Axis,
+        axis: BinnedAxis,
         /// Restrict the rows to this call site's bytes (`Site::key`).
         site_key: Option<String>,
     },
@@ -77,7 +77,7 @@ pub enum FleetRequest {
         /// Whether both sides have a clock.
         use_time: bool,
         /// The shared relative axis.
-        axis: Axis,
+        axis: BinnedAxis,
     },
 }
 

@@ -4,11 +4,11 @@
 //!
 //! Every question names the device in [`crate::Request::Lens`]; answers come back in
 //! [`crate::Response::Lens`] with the request number. Views drawn on a canvas get their
-//! instances as [`LensStrips`]: typed arrays posted with a transfer list (moved, not
+//! instances as [`StripBuf`]s (typed arrays posted with a transfer list: moved, not
 //! copied), as the memory timeline's strips are. Moments are as in
 //! `memscope_analysis` (moment `k + 1` is the state after trace entry `k`).
 
-use js_sys::{Array, Float32Array, Uint32Array};
+use js_sys::Uint32Array;
 use serde::{Deserialize, Serialize};
 
 use memscope_allocator::{PredictedOom, Validation};
@@ -18,77 +18,13 @@ use memscope_analysis::{
 };
 use memscope_render::{
     Axis, FlameLabel, FlameOrder, LaneRow, Orientation, RowPlacement, RowsView, SegmentAggregate,
-    SegmentRow, TimelineView,
+    SegmentRow,
 };
 
 /// Where "the moment" is (the device model's).
 pub use memscope_snapshot::At;
 
-/// Instanced rectangles (and overlay polylines) of a lens canvas. The arrays are
-/// transferred from the worker. Coordinates as in `memscope_render::Strips`: relative
-/// to `(origin_x, origin_y)`.
-#[derive(Serialize, Deserialize)]
-pub struct LensStrips {
-    /// The grid laid out (x: the timeline's axis units or pixels; y: rows or pixels).
-    pub view: TimelineView,
-    /// What x = 0 stands for.
-    pub origin_x: f64,
-    /// What y = 0 stands for.
-    pub origin_y: f64,
-    /// x0, x1, y0, y1 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub rects: Float32Array,
-    /// RGBA8 per instance.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub colors: Uint32Array,
-    /// Allocation (or node) id per instance; `u32::MAX` for aggregates.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub ids: Uint32Array,
-    /// Polyline vertices, x, y pairs (same frame as `rects`).
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    pub lines: Float32Array,
-    /// The polylines in `lines`: (first vertex, vertex count, RGBA8).
-    pub line_strips: Vec<(u32, u32, u32)>,
-}
-
-impl LensStrips {
-    /// Copies `strips` (and `lines`) into typed arrays, adding their buffers to
-    /// `transfer`.
-    pub fn new(
-        strips: &memscope_render::Strips,
-        lines: &[f32],
-        line_strips: Vec<(u32, u32, u32)>,
-        transfer: &Array,
-    ) -> LensStrips {
-        let out = LensStrips {
-            view: strips.view,
-            origin_x: strips.origin_x,
-            origin_y: strips.origin_y,
-            rects: Float32Array::from(&strips.rects[..]),
-            colors: Uint32Array::from(&strips.colors[..]),
-            ids: Uint32Array::from(&strips.ids[..]),
-            lines: Float32Array::from(lines),
-            line_strips,
-        };
-        transfer.push(&out.rects.buffer());
-        transfer.push(&out.colors.buffer());
-        transfer.push(&out.ids.buffer());
-        transfer.push(&out.lines.buffer());
-        out
-    }
-
-    /// The instances as render strips (in wasm memory, for drawing and hit testing).
-    pub fn to_strips(&self) -> memscope_render::Strips {
-        memscope_render::Strips::from_parts(
-            self.view,
-            self.origin_x,
-            self.origin_y,
-            self.rects.to_vec(),
-            self.colors.to_vec(),
-            self.ids.to_vec(),
-        )
-    }
-}
+use crate::StripBuf;
 
 /// What the flame graph weighs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -194,7 +130,7 @@ pub struct NodeAllocations {
 #[derive(Serialize, Deserialize)]
 pub struct FlameAnswer {
     /// Node rects: x in pixels, y in depths relative to `first_depth`.
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// Labels of nodes wide enough.
     pub labels: Vec<FlameLabel>,
     /// Merged narrow nodes.
@@ -287,7 +223,7 @@ pub struct SiteInfo {
 
 /// What every lens needs to know about a device up front.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Overview {
+pub struct LensOverview {
     /// Allocator settings, with units.
     pub settings: AllocatorSettings,
     /// OOM entries.
@@ -412,7 +348,7 @@ pub struct RevealAnswer {
 #[derive(Serialize, Deserialize)]
 pub struct LanesAnswer {
     /// Bands (y in pixels downwards from the top of the first visible row).
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// Visible rows.
     pub rows: Vec<RowPlacement>,
     /// The selected allocation's row.
@@ -438,9 +374,9 @@ pub struct LaneHitAnswer {
 #[derive(Serialize, Deserialize)]
 pub struct SegmentsAnswer {
     /// Allocations and aggregates.
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// The segments' mapped extents, drawn under them.
-    pub extents: LensStrips,
+    pub extents: StripBuf,
     /// Bytes and counts of aggregates.
     pub aggregates: Vec<SegmentAggregate>,
     /// Visible rows.
@@ -456,7 +392,7 @@ pub struct SegmentsAnswer {
 /// One pool row of the pools view.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PoolRow {
-    /// The envelope (index into [`Overview::pools`]).
+    /// The envelope (index into [`LensOverview::pools`]).
     pub pool: u32,
     /// Its top, pixels.
     pub y0: f64,
@@ -470,7 +406,7 @@ pub struct PoolRow {
 #[derive(Serialize, Deserialize)]
 pub struct PoolsAnswer {
     /// Envelopes, stripes and reserved lines (y in pixels downwards).
-    pub strips: LensStrips,
+    pub strips: StripBuf,
     /// The rows.
     pub rows: Vec<PoolRow>,
     /// Worker milliseconds.
@@ -564,6 +500,35 @@ pub enum LensRequest {
     },
     /// The trace replayed through the caching allocator under other settings.
     WhatIf(WhatIfQuery),
+    /// A whole table as CSV, for a download.
+    Csv(CsvTable),
+}
+
+/// A table of one device to write whole as CSV (`memscope_analysis::csv`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CsvTable {
+    /// The top allocations, as the table shows them: sorted and filtered.
+    TopAllocations {
+        /// Sort key.
+        key: SortKey,
+        /// Direction.
+        direction: Direction,
+        /// Frame text filter.
+        filter: String,
+    },
+    /// Every entry of the device's trace.
+    Events,
+}
+
+/// A table written as CSV.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CsvAnswer {
+    /// The table.
+    pub table: CsvTable,
+    /// Its rows (the header not counted).
+    pub rows: u64,
+    /// The CSV document.
+    pub text: String,
 }
 
 /// A lens answer about one device.
@@ -572,7 +537,7 @@ pub enum LensResponse {
     /// The allocator settings, with units.
     Settings(AllocatorSettings),
     /// What every lens needs up front.
-    Overview(Box<Overview>),
+    Overview(Box<LensOverview>),
     /// The allocator at a moment.
     Moment(Box<MomentAnswer>),
     /// Rows of the event list.
@@ -599,6 +564,8 @@ pub enum LensResponse {
     Pools(PoolsAnswer),
     /// The what-if table and predicted curves.
     WhatIf(Box<WhatIfAnswer>),
+    /// A table as CSV.
+    Csv(CsvAnswer),
 }
 
 /// A what-if question (`memscope simulate` on the page): rows for the recorded settings
@@ -701,6 +668,8 @@ pub enum LensKind {
     Pools,
     /// [`LensRequest::WhatIf`].
     WhatIf,
+    /// [`LensRequest::Csv`].
+    Csv,
 }
 
 impl LensRequest {
@@ -722,6 +691,7 @@ impl LensRequest {
             LensRequest::Segments { .. } => LensKind::Segments,
             LensRequest::Pools { .. } => LensKind::Pools,
             LensRequest::WhatIf(_) => LensKind::WhatIf,
+            LensRequest::Csv(_) => LensKind::Csv,
         }
     }
 }
@@ -745,6 +715,7 @@ impl LensResponse {
             LensResponse::Segments(_) => LensKind::Segments,
             LensResponse::Pools(_) => LensKind::Pools,
             LensResponse::WhatIf(_) => LensKind::WhatIf,
+            LensResponse::Csv(_) => LensKind::Csv,
         }
     }
 }

@@ -177,7 +177,7 @@ pub struct ViewHint {
 
 /// Loading stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Phase {
+pub enum LoadPhase {
     /// Reading and decoding the file.
     Reading,
     /// Replaying the trace into allocations.
@@ -227,33 +227,21 @@ pub struct RankInfo {
     pub started_epoch_ms: f64,
 }
 
-/// One legend entry: a call site and its bytes live at the peak.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LegendEntry {
-    /// `name (file:line)`.
-    pub label: String,
-    /// RGBA8 colour.
-    pub color: u32,
-    /// Requested bytes live at the peak.
-    pub bytes: f64,
-    /// Its allocations live at the peak.
-    pub allocations: u32,
-}
-
-/// A laid-out timeline view. The arrays are transferred from the worker.
+/// Instanced rectangles and overlay polylines as a worker lays them out for a canvas
+/// (the memory timeline and every lens): [`memscope_render::Strips`] on the wire. The
+/// arrays are typed arrays so that the worker can post them with a transfer list
+/// (moved, not copied): build one with `From<&Strips>` in the worker, add its buffers
+/// to the transfer list with [`StripBuf::transferred`], and turn it back into
+/// [`memscope_render::Strips`] on the page (in wasm memory, for drawing and hit
+/// testing). Coordinates are relative to `(origin_x, origin_y)`, as in the render
+/// strips.
 #[derive(Serialize, Deserialize)]
-pub struct Strips {
-    /// Which rank.
-    pub rank_key: u32,
-    /// Which device.
-    pub device: i32,
-    /// The request this answers (0 for the first view sent with `Loaded`).
-    pub request: u32,
-    /// The view it was laid out for.
+pub struct StripBuf {
+    /// The view or grid laid out (x: axis units or pixels; y: bytes, rows or pixels).
     pub view: View,
-    /// x origin the rects are relative to.
+    /// What x = 0 stands for.
     pub origin_x: f64,
-    /// y origin the rects are relative to.
+    /// What y = 0 stands for.
     pub origin_y: f64,
     /// x0, x1, y0, y1 per instance.
     #[serde(with = "serde_wasm_bindgen::preserve")]
@@ -261,75 +249,92 @@ pub struct Strips {
     /// RGBA8 per instance.
     #[serde(with = "serde_wasm_bindgen::preserve")]
     pub colors: Uint32Array,
-    /// Allocation index per instance (`u32::MAX` for aggregated small allocations).
+    /// Allocation (or node) id per instance ([`memscope_render::AGGREGATE_ID`] or an
+    /// aggregate's id for aggregates).
     #[serde(with = "serde_wasm_bindgen::preserve")]
     pub ids: Uint32Array,
-    /// Overlay polylines (allocated outline, reserved bytes) as x, y vertex pairs.
+    /// Overlay polylines as x, y vertex pairs (same frame as `rects`).
     #[serde(with = "serde_wasm_bindgen::preserve")]
     pub lines: Float32Array,
-    /// The polylines in `lines`.
+    /// The polylines in `lines` (their colours are the page's theme's).
     pub line_strips: Vec<LineStrip>,
+}
+
+impl From<&memscope_render::Strips> for StripBuf {
+    fn from(strips: &memscope_render::Strips) -> StripBuf {
+        StripBuf {
+            view: strips.view,
+            origin_x: strips.origin_x,
+            origin_y: strips.origin_y,
+            rects: Float32Array::from(&strips.rects[..]),
+            colors: Uint32Array::from(&strips.colors[..]),
+            ids: Uint32Array::from(&strips.ids[..]),
+            lines: Float32Array::from(&strips.lines[..]),
+            line_strips: strips.line_strips.clone(),
+        }
+    }
+}
+
+impl From<&StripBuf> for memscope_render::Strips {
+    /// The instances and overlays in wasm memory (what the worker knows besides them,
+    /// such as aggregates and column moments, travels beside the buffer).
+    fn from(buf: &StripBuf) -> memscope_render::Strips {
+        let mut strips = memscope_render::Strips::from_parts(
+            buf.view,
+            buf.origin_x,
+            buf.origin_y,
+            buf.rects.to_vec(),
+            buf.colors.to_vec(),
+            buf.ids.to_vec(),
+        );
+        strips.lines = buf.lines.to_vec();
+        strips.line_strips = buf.line_strips.clone();
+        strips
+    }
+}
+
+impl StripBuf {
+    /// The same buffer with its arrays added to `transfer` (posting moves them).
+    pub fn transferred(self, transfer: &Array) -> StripBuf {
+        transfer.push(&self.rects.buffer());
+        transfer.push(&self.colors.buffer());
+        transfer.push(&self.ids.buffer());
+        transfer.push(&self.lines.buffer());
+        self
+    }
+
+    /// Whether its instance arrays hold data. Posting with them transferred detaches
+    /// them (empties them here): data left after posting means they were copied.
+    pub fn holds_data(&self) -> bool {
+        self.rects.byte_length() > 0 || self.ids.byte_length() > 0
+    }
+}
+
+/// A laid-out memory timeline view of one device, with what the page shows beside it.
+#[derive(Serialize, Deserialize)]
+pub struct TimelineStrips {
+    /// Which rank.
+    pub rank_key: u32,
+    /// Which device.
+    pub device: i32,
+    /// The request this answers (0 for the first view sent with `Loaded`).
+    pub request: u32,
+    /// The bands and the allocated and reserved outlines (transferred).
+    pub strips: StripBuf,
     /// The peak: x, bytes.
     pub peak: (f64, f64),
     /// Call sites with the most bytes at the peak.
-    pub legend: Vec<LegendEntry>,
+    pub legend: Vec<memscope_render::LegendEntry>,
     /// The legend sites' palette entries the view is coloured by
     /// (`memscope_render::palette::SitePalette::entries`): the page asks again when
     /// they are not the ones it decided.
     pub palette: Vec<(String, u8)>,
     /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
-    pub aggregates: Vec<AggregateSummary>,
+    pub aggregates: Vec<memscope_render::Aggregate>,
     /// The call sites the aggregates name: (site, label, RGBA8 colour).
     pub sites: Vec<(u32, String, u32)>,
     /// Milliseconds the worker spent laying out.
     pub layout_ms: f64,
-}
-
-/// What a timeline aggregate holds ([`memscope_render::Aggregate`], bytes as `f64`
-/// for JavaScript).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AggregateSummary {
-    /// Its bottom in bytes (exact; the rect's edges are `f32`).
-    pub lo_bytes: f64,
-    /// Its top in bytes.
-    pub hi_bytes: f64,
-    /// The window of the stack its allocations come from (they may sit up to a window
-    /// away from where it is drawn: [`memscope_render::WINDOW_PX`]).
-    pub window_lo_bytes: f64,
-    /// The window's top.
-    pub window_hi_bytes: f64,
-    /// Its call site (see [`Strips::sites`]), or [`memscope_render::MIXED_SITE`].
-    pub site: u32,
-    /// How many allocations.
-    pub allocations: u32,
-    /// Their requested bytes.
-    pub bytes: f64,
-    /// How many distinct call sites.
-    pub sites: u32,
-    /// Up to three call sites with the most bytes: (site, bytes, allocations); unused
-    /// slots have site [`memscope_render::MIXED_SITE`].
-    pub top: [(u32, f64, u32); 3],
-    /// The call site whose colour it is drawn in (its one site, or the one holding
-    /// most of its bytes: [`memscope_render::aggregate_colour_site`]), or
-    /// [`memscope_render::MIXED_SITE`] for grey.
-    pub colour_site: u32,
-}
-
-impl From<&memscope_render::Aggregate> for AggregateSummary {
-    fn from(a: &memscope_render::Aggregate) -> Self {
-        AggregateSummary {
-            lo_bytes: a.lo_bytes,
-            hi_bytes: a.hi_bytes,
-            window_lo_bytes: a.window_lo_bytes,
-            window_hi_bytes: a.window_hi_bytes,
-            site: a.site,
-            allocations: a.allocations,
-            bytes: a.bytes as f64,
-            sites: a.sites,
-            top: a.top.map(|(site, bytes, n)| (site, bytes as f64, n)),
-            colour_site: memscope_render::aggregate_colour_site(a),
-        }
-    }
 }
 
 /// One frame of a stack, ready to show.
@@ -435,7 +440,7 @@ pub enum Response {
         /// The file's size (0 if unknown).
         total_bytes: f64,
         /// The stage.
-        phase: Phase,
+        phase: LoadPhase,
     },
     /// The rank is loaded.
     Loaded(RankInfo),
@@ -447,7 +452,7 @@ pub enum Response {
         message: String,
     },
     /// Timeline strips (transferred).
-    Strips(Box<Strips>),
+    Strips(Box<TimelineStrips>),
     /// An allocation's details.
     Detail(Box<AllocationDetail>),
     /// A rank written back ([`Request::Pack`]).

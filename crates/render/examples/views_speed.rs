@@ -3,7 +3,7 @@
 //!
 //! For each file and device: load, replay, [`TimelineIndex::new`], then each view's
 //! once-per-device build ([`FlameTree::build`] in three weightings / orientations,
-//! [`Lanes::new`], [`Segments::new`]) and its layouts at 1600 px wide (the best of
+//! [`Lanes::new`], [`SegmentIndex::new`]) and its layouts at 1600 px wide (the best of
 //! three runs each), with the instances produced and their bound.
 //!
 //! ```text
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use memscope_render::segments::segment_instance_bound;
 use memscope_render::{
     flame_layout, lanes_layout, segment_layout, Axis, FlameOptions, FlameOrder, FlameTree,
-    FlameView, Lanes, Orientation, RowsView, Segments, TimelineIndex, TimelineView, Weighting,
+    FlameView, Lanes, Orientation, RowsView, SegmentIndex, TimelineIndex, TimelineView, Weighting,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
 use memscope_snapshot::{load_reader, Allocations};
@@ -172,7 +172,7 @@ fn report(path: &PathBuf) -> Result<(), String> {
         }
 
         // Segments.
-        let (build, segments) = timed(|| Segments::new(&index));
+        let (build, segments) = timed(|| SegmentIndex::new(&index));
         println!(
             "  segments build {}  {} rows, {} allocations in no segment",
             ms(build),

@@ -165,6 +165,6 @@ pub use layout::{
 };
 pub use memscope_snapshot::axes::{ticks_bytes, ticks_events, ticks_time};
 pub use segments::{
-    segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentLayout,
-    SegmentRow, Segments,
+    segment_instance_bound, segment_layout, SegmentAggregate, SegmentExtent, SegmentIndex,
+    SegmentLayout, SegmentRow,
 };

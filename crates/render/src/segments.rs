@@ -14,7 +14,7 @@
 //!
 //! Each allocation belongs to the row of the piece holding it at its start
 //! ([`SegmentLives::piece_of_alloc`](memscope_snapshot::SegmentLives::piece_of_alloc)); allocations in none (files whose segments were
-//! not recorded) are counted in [`Segments::unmapped`] and not drawn.
+//! not recorded) are counted in [`SegmentIndex::unmapped`] and not drawn.
 //!
 //! # What a row shows
 //!
@@ -103,7 +103,7 @@ pub struct SegmentExtent {
 /// One device's segments with the allocations they hold, computed once per device.
 /// O(segments · log segments + allocations · log allocations); 24 bytes per allocation.
 #[derive(Clone, Debug, Default)]
-pub struct Segments {
+pub struct SegmentIndex {
     rows: Vec<SegmentRow>,
     /// Per row, its range in `extents` (sorted by start).
     extent_start: Vec<u32>,
@@ -123,10 +123,10 @@ pub struct Segments {
     unmapped: u32,
 }
 
-impl Segments {
+impl SegmentIndex {
     /// Lays the device model's segment lives out as rows and files each allocation
     /// under the row of its segment piece (see the module docs).
-    pub fn new(index: &TimelineIndex) -> Segments {
+    pub fn new(index: &TimelineIndex) -> SegmentIndex {
         let model = &index.model;
         let lives = &model.segments;
         let allocs = &model.allocs;
@@ -245,7 +245,7 @@ impl Segments {
             }
         }
 
-        Segments {
+        SegmentIndex {
             rows,
             extent_start,
             extents,
@@ -405,7 +405,7 @@ pub fn extent_color(theme: Theme) -> u32 {
 /// The most instances [`segment_layout`] can produce for `view` with `expanded`:
 /// `(strips, extents)` bounds (see the module docs).
 pub fn segment_instance_bound(
-    segments: &Segments,
+    segments: &SegmentIndex,
     view: &RowsView,
     expanded: Option<u32>,
 ) -> (usize, usize) {
@@ -425,7 +425,7 @@ pub fn segment_instance_bound(
 /// module docs for the level of detail and [`segment_instance_bound`]).
 pub fn segment_layout(
     index: &TimelineIndex,
-    segments: &Segments,
+    segments: &SegmentIndex,
     view: &RowsView,
     expanded: Option<u32>,
 ) -> SegmentLayout {
@@ -531,7 +531,7 @@ impl Place {
 /// smaller ones per run of pixel rows.
 fn segment_row(
     index: &TimelineIndex,
-    segments: &Segments,
+    segments: &SegmentIndex,
     row: usize,
     view: &RowsView,
     moments: &[u32],
@@ -691,7 +691,7 @@ fn segment_row(
 /// a pixel apart.
 #[allow(clippy::too_many_arguments)]
 fn extent_row(
-    segments: &Segments,
+    segments: &SegmentIndex,
     row: usize,
     view: &RowsView,
     moments: &[u32],

@@ -10,14 +10,14 @@ mod views_common;
 
 use memscope_render::palette::pending;
 use memscope_render::{
-    layout, segment_instance_bound, segment_layout, Axis, RowsView, SegmentExtent, SegmentRow,
-    Segments, TimelineIndex, TimelineView, AGGREGATE_ID, NO_MOMENT,
+    layout, segment_instance_bound, segment_layout, Axis, RowsView, SegmentExtent, SegmentIndex,
+    SegmentRow, TimelineIndex, TimelineView, AGGREGATE_ID, NO_MOMENT,
 };
 use memscope_snapshot::{load_bytes, Allocations};
 use views_common::{by_column, corpus, Lives};
 
 /// Reserved bytes at moment `m` by the rows' extents.
-fn extent_bytes(segments: &Segments, m: u32) -> i128 {
+fn extent_bytes(segments: &SegmentIndex, m: u32) -> i128 {
     (0..segments.len() as u32)
         .flat_map(|r| segments.extents(r).iter())
         .filter(|x| x.start <= m && m < x.end)
@@ -33,7 +33,7 @@ fn check_layout(
     index: &TimelineIndex,
     allocs: &Allocations,
     lives: &Lives,
-    segments: &Segments,
+    segments: &SegmentIndex,
     view: &RowsView,
     expanded: Option<u32>,
 ) -> usize {
@@ -151,7 +151,7 @@ fn allocations_map_to_their_segments_and_rows_add_up_on_every_corpus_device() {
             let allocs = Allocations::replay(&snap, device);
             let index = TimelineIndex::new(&snap, &allocs);
             let lives = Lives::new(&allocs);
-            let segments = Segments::new(&index);
+            let segments = SegmentIndex::new(&index);
             let what = format!("{file} device {device}");
             let rows = segments.rows();
             let mut unmapped = 0;
@@ -313,7 +313,7 @@ fn a_hand_made_trace_of_segments_worked_out() {
     let snap = load_bytes(hand_json().as_bytes()).unwrap();
     let allocs = Allocations::replay(&snap, 0);
     let index = TimelineIndex::new(&snap, &allocs);
-    let segments = Segments::new(&index);
+    let segments = SegmentIndex::new(&index);
     let row =
         |address, size_bytes, start, end, expandable, before_window, allocations| SegmentRow {
             address,

@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memscope_fleet::{
-    compare_side, heat_row, Align, Axis, CompareSide, FleetReport, HeatRow, RankModel, RankReport,
-    Thresholds,
+    compare_side, heat_row, Align, BinnedAxis, CompareSide, FleetReport, HeatRow, RankModel,
+    RankReport, Thresholds,
 };
 use memscope_snapshot::{base_name, load_reader, Snapshot, Warning};
 use serde::{Deserialize, Serialize};
@@ -60,10 +60,10 @@ pub struct RankEntry {
     /// Overview facts, anomalies, phases and iterations ([`RankReport`]).
     pub report: RankReport,
     /// Allocated bytes over the rank's own span in [`HEAT_BINS`] bins (maximum per
-    /// bin), and that axis ([`heat_row`], [`Axis::for_ranks`] of this rank alone).
+    /// bin), and that axis ([`heat_row`], [`BinnedAxis::for_ranks`] of this rank alone).
     pub heat: HeatRow,
     /// The axis of [`RankEntry::heat`].
-    pub heat_axis: Axis,
+    pub heat_axis: BinnedAxis,
     /// Call-site table for compare, aligned at the first entry ([`compare_side`] with
     /// [`Align::Start`]).
     pub sites: CompareSide,
@@ -156,7 +156,7 @@ pub fn records_of(
         .iter()
         .map(|model| {
             let report = RankReport::new(snap, model, thresholds);
-            let heat_axis = Axis::for_ranks(std::slice::from_ref(&report.facts), HEAT_BINS);
+            let heat_axis = BinnedAxis::for_ranks(std::slice::from_ref(&report.facts), HEAT_BINS);
             let heat = heat_row(model, &heat_axis, None);
             let sites = compare_side(snap, model, &Align::Start, model.timeline.has_time());
             Record::Rank(Box::new(RankEntry {

@@ -11,14 +11,15 @@ mod pools;
 mod whatif;
 
 use js_sys::{Array, Uint32Array};
-use memscope_analysis::{parse_size, DeviceAnalysis, SearchKind};
+use memscope_analysis::{csv, parse_size, DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
-    AllocationItem, At, EventsAnswer, LaneHitAnswer, LanesAnswer, LensRequest, LensResponse,
-    LensStrips, MomentAnswer, OomMark, Overview, PoolInfo, RangeAnswer, RevealAnswer, SearchAnswer,
-    SegmentsAnswer, SiteInfo, TableAnswer,
+    AllocationItem, At, CsvAnswer, CsvTable, EventsAnswer, LaneHitAnswer, LanesAnswer,
+    LensOverview, LensRequest, LensResponse, MomentAnswer, OomMark, PoolInfo, RangeAnswer,
+    RevealAnswer, SearchAnswer, SegmentsAnswer, SiteInfo, TableAnswer,
 };
+use memscope_protocol::StripBuf;
 use memscope_render::{
-    lanes_layout, segment_layout, Axis, Lanes, LanesLayout, Segments, TimelineIndex, NO_MOMENT,
+    lanes_layout, segment_layout, Axis, Lanes, LanesLayout, SegmentIndex, TimelineIndex, NO_MOMENT,
 };
 use memscope_snapshot::{Allocations, Snapshot};
 
@@ -31,7 +32,7 @@ const SEARCH_IDS: usize = 1_000_000;
 #[derive(Default)]
 pub struct LensCache {
     lanes: Option<Lanes>,
-    segments: Option<Segments>,
+    segments: Option<SegmentIndex>,
     /// The last lanes layout (for hover questions about it).
     last_lanes: Option<LanesLayout>,
     flame: flame::FlameCache,
@@ -114,6 +115,29 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
                 filter,
                 page,
                 has_time: p.analysis.has_time(),
+            })
+        }
+        LensRequest::Csv(table) => {
+            let (rows, text) = match &table {
+                CsvTable::TopAllocations {
+                    key,
+                    direction,
+                    filter,
+                } => {
+                    let all = p
+                        .analysis
+                        .table_page(snap, *key, *direction, filter, 0, usize::MAX);
+                    (all.rows.len(), csv::table_csv(&all.rows))
+                }
+                CsvTable::Events => {
+                    let all = p.analysis.events_page(snap, 0, u32::MAX);
+                    (all.len(), csv::events_csv(&all))
+                }
+            };
+            LensResponse::Csv(CsvAnswer {
+                table,
+                rows: rows as u64,
+                text,
             })
         }
         LensRequest::Search { text } => LensResponse::Search(search(&mut p, text, &transfer)),
@@ -203,7 +227,7 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let layout = lanes_layout(p.index, lanes, &view);
             let selected_row =
                 valid(p.index, selected).and_then(|id| lanes.row_of(p.index, id as usize));
-            let strips = LensStrips::new(&layout.strips, &[], Vec::new(), &transfer);
+            let strips = StripBuf::from(&layout.strips).transferred(&transfer);
             let rows = layout.rows.clone();
             p.cache.last_lanes = Some(layout);
             LensResponse::Lanes(LanesAnswer {
@@ -218,12 +242,12 @@ pub fn handle(snap: &Snapshot, d: &mut Device, request: LensRequest) -> (LensRes
             let segments = p
                 .cache
                 .segments
-                .get_or_insert_with(|| Segments::new(p.index));
+                .get_or_insert_with(|| SegmentIndex::new(p.index));
             let expanded =
                 valid(p.index, selected).and_then(|id| segments.row_of(p.index, id as usize));
             let layout = segment_layout(p.index, segments, &view, expanded);
-            let strips = LensStrips::new(&layout.strips, &[], Vec::new(), &transfer);
-            let extents = LensStrips::new(&layout.extents, &[], Vec::new(), &transfer);
+            let strips = StripBuf::from(&layout.strips).transferred(&transfer);
+            let extents = StripBuf::from(&layout.extents).transferred(&transfer);
             LensResponse::Segments(SegmentsAnswer {
                 strips,
                 extents,
@@ -254,11 +278,14 @@ fn valid(index: &TimelineIndex, id: u32) -> Option<u32> {
     ((id as usize) < index.allocations()).then_some(id)
 }
 
-fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
+fn overview(p: &mut Parts<'_>, started: f64) -> LensOverview {
     let a = &*p.analysis;
     let index = p.index;
     let lanes = p.cache.lanes.get_or_insert_with(|| Lanes::new(index));
-    let segments = p.cache.segments.get_or_insert_with(|| Segments::new(index));
+    let segments = p
+        .cache
+        .segments
+        .get_or_insert_with(|| SegmentIndex::new(index));
     let pools = a
         .pool_envelopes()
         .iter()
@@ -289,7 +316,7 @@ fn overview(p: &mut Parts<'_>, started: f64) -> Overview {
         })
         .collect();
     let peak = index.peak();
-    Overview {
+    LensOverview {
         settings: a.settings().clone(),
         ooms,
         pools,

@@ -23,10 +23,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
-use js_sys::{Array, Float32Array, Uint32Array};
+use js_sys::Array;
 use memscope_analysis::DeviceAnalysis;
 use memscope_protocol::{
-    post_transferring, AggregateSummary, Axis, Codec, LegendEntry, Request, Response, Strips, View,
+    post_transferring, Axis, Codec, Request, Response, StripBuf, TimelineStrips, View,
 };
 use memscope_render::{layout, legend, Aggregate, TimelineIndex, MIXED_SITE};
 use memscope_snapshot::{DeviceModel, Snapshot};
@@ -301,45 +301,17 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
     };
     let started = now_ms();
     let strips = layout(&d.index, &view);
-    let legend = legend(&d.index, memscope_render::palette::LEGEND_SITES)
-        .into_iter()
-        .map(|e| LegendEntry {
-            label: e.label,
-            color: e.color,
-            bytes: e.bytes as f64,
-            allocations: e.allocations,
-        })
-        .collect();
-    let rects = Float32Array::from(&strips.rects[..]);
-    let colors = Uint32Array::from(&strips.colors[..]);
-    let ids = Uint32Array::from(&strips.ids[..]);
-    let lines = Float32Array::from(&strips.lines[..]);
-    let transfer = Array::of4(
-        &rects.buffer(),
-        &colors.buffer(),
-        &ids.buffer(),
-        &lines.buffer(),
-    );
-    let response = Response::Strips(Box::new(Strips {
+    let legend = legend(&d.index, memscope_render::palette::LEGEND_SITES);
+    let transfer = Array::new();
+    let response = Response::Strips(Box::new(TimelineStrips {
         rank_key,
         device,
         request,
-        view: strips.view,
-        origin_x: strips.origin_x,
-        origin_y: strips.origin_y,
-        rects,
-        colors,
-        ids,
-        lines,
-        line_strips: strips.line_strips.clone(),
+        strips: StripBuf::from(&strips).transferred(&transfer),
         peak: (strips.peak.x, strips.peak.bytes as f64),
         legend,
         palette: d.index.palette_entries().to_vec(),
-        aggregates: strips
-            .aggregates
-            .iter()
-            .map(AggregateSummary::from)
-            .collect(),
+        aggregates: strips.aggregates.clone(),
         sites: aggregate_sites(&d.index, &strips.aggregates),
         layout_ms: now_ms() - started,
     }));
@@ -348,7 +320,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
     }
     // Transferred buffers are detached here; a non-empty one would mean a copy.
     if let Response::Strips(strips) = &response {
-        if strips.rects.byte_length() > 0 || strips.ids.byte_length() > 0 {
+        if strips.strips.holds_data() {
             web_sys::console::error_1(&"memscope: strips were copied, not transferred".into());
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use gloo_worker::{HandlerId, WorkerScope};
 use js_sys::Uint8Array;
-use memscope_protocol::{DeviceInfo, Phase, RankInfo, Response, Source};
+use memscope_protocol::{DeviceInfo, LoadPhase, RankInfo, Response, Source};
 use memscope_render::{Axis, TimelineIndex};
 use memscope_snapshot::{
     Allocations, DeviceModel, DeviceSummary, Loader, SettingValue, Snapshot, NO_TIME,
@@ -54,7 +54,7 @@ struct Progress<'a> {
 }
 
 impl Progress<'_> {
-    fn report(&mut self, bytes_read: f64, phase: Phase, force: bool) {
+    fn report(&mut self, bytes_read: f64, phase: LoadPhase, force: bool) {
         let now = now_ms();
         if force || now - self.last_ms >= PROGRESS_MS {
             self.last_ms = now;
@@ -113,7 +113,7 @@ async fn pump(
             let _ = reader.cancel();
             return Err(e);
         }
-        progress.report(read, Phase::Reading, false);
+        progress.report(read, LoadPhase::Reading, false);
     }
 }
 
@@ -162,7 +162,7 @@ pub async fn load(
             let size = file.size();
             progress.total_bytes = size;
             loader = loader.with_total_len(size as u64);
-            progress.report(0.0, Phase::Reading, true);
+            progress.report(0.0, LoadPhase::Reading, true);
             // The browser's own stream of the file reads ahead while a chunk is decoded,
             // which overlapped reading and decoding better than slices read one ahead.
             let reader: web_sys::ReadableStreamDefaultReader =
@@ -191,7 +191,7 @@ pub async fn load(
                 );
                 feed(&mut loader, &chunk)?;
                 offset = end;
-                progress.report(offset, Phase::Reading, false);
+                progress.report(offset, LoadPhase::Reading, false);
             }
         }
         Source::Url(url) => {
@@ -233,7 +233,7 @@ pub async fn load(
     cancel_check()?;
     let read_done = now_ms();
     let bytes_read = loader.bytes_read() as f64;
-    progress.report(bytes_read, Phase::Analysing, true);
+    progress.report(bytes_read, LoadPhase::Analysing, true);
     let snap = loader.finish().map_err(|e| e.to_string())?;
     let (mut replay_ms, mut index_ms) = (0.0, 0.0);
     let devices = snap
@@ -255,7 +255,7 @@ pub async fn load(
             }
         })
         .collect();
-    progress.report(bytes_read, Phase::Drawing, true);
+    progress.report(bytes_read, LoadPhase::Drawing, true);
     let timings = vec![
         ("read".to_owned(), read_done - started - decode_ms),
         ("decode".to_owned(), decode_ms),

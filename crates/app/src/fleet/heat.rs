@@ -1,7 +1,7 @@
 //! The rank × time heatmap: one row per (rank, device), colour = the most bytes
 //! allocated within each bin of one absolute clock (`memscope_fleet::heatmap`).
 //!
-//! The page picks the axis every rank shares (`Axis::for_ranks`: the span of every
+//! The page picks the axis every rank shares (`BinnedAxis::for_ranks`: the span of every
 //! rank's `time_us`, or entry order when some rank has none) and asks each worker for
 //! its rows on it; the bins come back as transferred arrays. A click on a cell opens
 //! that rank's timeline zoomed to that moment, with the moment set there.
@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use memscope_figures::heatmap::bin_color;
 use memscope_figures::{Size, Style};
-use memscope_fleet::{AnomalyKind, Axis, AxisKind, HeatRow, Heatmap};
+use memscope_fleet::{AnomalyKind, AxisKind, BinnedAxis, HeatRow, Heatmap};
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, HeatRowData};
 use memscope_protocol::Request;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
@@ -33,7 +33,7 @@ const SITE_CHOICES: usize = 30;
 #[derive(PartialEq)]
 struct Asked {
     id: u32,
-    axis: Axis,
+    axis: BinnedAxis,
     site_key: Option<String>,
     keys: Vec<u32>,
 }
@@ -73,7 +73,7 @@ pub fn maybe_request(app: &mut App) {
         app.fleet.heat.shown = None;
         return;
     }
-    let axis = Axis::for_ranks(&c.facts, BINS);
+    let axis = BinnedAxis::for_ranks(&c.facts, BINS);
     let mut keys: Vec<u32> = c.who.iter().map(|w| w.0).collect();
     keys.dedup();
     let site_key = app.fleet.heat.site_key.clone();

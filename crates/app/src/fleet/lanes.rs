@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use memscope_fleet::{Axis, AxisKind, Phase, PhaseList};
+use memscope_fleet::{AxisKind, BinnedAxis, Phase, PhaseList};
 use memscope_protocol::Axis as TimelineAxis;
 use memscope_render::palette::{color, palette_index_of};
 use memscope_snapshot::units::{format_count, format_duration_us};
@@ -137,7 +137,7 @@ pub fn render(app: &App) {
         let _ = draw::context(&canvas, 0.0);
         return;
     }
-    let axis = Axis::for_ranks(&c.facts, BINS);
+    let axis = BinnedAxis::for_ranks(&c.facts, BINS);
     if axis.kind != AxisKind::TimeUs {
         note.set_text_content(Some(
             "Some rank records no clock, so phases cannot be placed on a shared axis.",

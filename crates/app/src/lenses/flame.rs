@@ -197,9 +197,9 @@ pub fn on_answer(app: &mut App, a: FlameAnswer) {
                  ..
              }| { (count, bytes, largest) },
         );
-        let strips = a.strips.to_strips();
+        let strips = memscope_render::Strips::from(&a.strips);
         if let Some(gl) = f.gl.as_mut() {
-            gl.set(None, strips, &[], &[], None);
+            gl.set(None, strips, None);
             // The deepest node of the selection's path that is drawn.
             gl.selected = f
                 .selected_path

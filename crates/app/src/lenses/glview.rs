@@ -46,6 +46,29 @@ pub fn dark() -> bool {
         .is_some_and(|e| e.get_attribute("data-theme").as_deref() == Some("dark"))
 }
 
+/// The palette's theme for the page's.
+pub fn palette_theme() -> palette::Theme {
+    if dark() {
+        palette::Theme::Dark
+    } else {
+        palette::Theme::Light
+    }
+}
+
+/// Overlay polylines of `strips` as the renderer takes them: (first vertex, vertex
+/// count, RGBA8 in the page's theme).
+pub fn line_strips_gl(strips: &memscope_render::Strips) -> Vec<(i32, i32, u32)> {
+    let theme = palette_theme();
+    strips
+        .line_strips
+        .iter()
+        .map(|l| {
+            let colour = palette::overlay_color(l.kind, theme);
+            (l.first as i32, l.count as i32, colour)
+        })
+        .collect()
+}
+
 /// `colour` dimmed when `id` is not highlighted (everything kept without a highlight).
 pub fn highlighted(colour: u32, id: u32, highlight: Option<&HashSet<u32>>) -> u32 {
     match highlight {
@@ -100,13 +123,11 @@ impl GlView {
     }
 
     /// Takes new instances: `under` (drawn first, not hit-tested; same origin) and
-    /// `strips`, with polylines (`lines` in the strips' frame).
+    /// `strips`, with their polylines.
     pub fn set(
         &mut self,
         under: Option<&memscope_render::Strips>,
         strips: memscope_render::Strips,
-        lines: &[f32],
-        line_strips: &[(u32, u32, u32)],
         highlight: Option<&HashSet<u32>>,
     ) {
         let mut rects = std::mem::take(&mut self.rects);
@@ -128,12 +149,13 @@ impl GlView {
         self.renderer
             .set_bands(&self.gl, &rects, &colors, &self.ids);
         self.rects = rects;
-        let flipped: Vec<f32> = lines.chunks_exact(2).flat_map(|p| [p[0], -p[1]]).collect();
-        let strips_gl = line_strips
-            .iter()
-            .map(|&(first, count, colour)| (first as i32, count as i32, colour))
+        let flipped: Vec<f32> = strips
+            .lines
+            .chunks_exact(2)
+            .flat_map(|p| [p[0], -p[1]])
             .collect();
-        self.renderer.set_lines(&self.gl, &flipped, strips_gl);
+        self.renderer
+            .set_lines(&self.gl, &flipped, line_strips_gl(&strips));
         self.strips = Some(strips);
     }
 

@@ -10,10 +10,11 @@
 //!   timeline to it.
 
 use memscope_analysis::{Direction, SortKey};
+use memscope_page::keys::{list_cursor, ListKey};
 use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::JsCast;
-use web_sys::{Event, HtmlElement, HtmlInputElement, KeyboardEvent, MouseEvent};
+use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use super::vlist::VList;
 use super::{ask, select_and_reveal, set_moment, Tab};
@@ -486,49 +487,6 @@ pub fn wire(app: &Shared) {
             select_and_reveal(&mut a, id as u32, true);
         });
     }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("table-grid"),
-            "keydown",
-            move |e: KeyboardEvent| {
-                let mut a = app.borrow_mut();
-                let Some(l) = a.lenses.lists.as_mut() else {
-                    return;
-                };
-                let total = l.table.total();
-                if total == 0 {
-                    return;
-                }
-                let page = l.table.page();
-                let current = l.active.unwrap_or(l.table.visible().0);
-                let next = match e.key().as_str() {
-                    "ArrowDown" => (current + u64::from(l.active.is_some())).min(total - 1),
-                    "ArrowUp" => current.saturating_sub(1),
-                    "PageDown" => (current + page).min(total - 1),
-                    "PageUp" => current.saturating_sub(page),
-                    "Home" => 0,
-                    "End" => total - 1,
-                    "Enter" | " " => {
-                        e.prevent_default();
-                        let id = l.table_page.as_ref().and_then(|p| {
-                            let k = current.checked_sub(p.page.first)?;
-                            p.page.rows.get(usize::try_from(k).ok()?).map(|r| r.id)
-                        });
-                        if let Some(id) = id {
-                            select_and_reveal(&mut a, id, true);
-                        }
-                        return;
-                    }
-                    _ => return,
-                };
-                e.prevent_default();
-                l.active = Some(next);
-                l.table.reveal(next);
-                render_table(&mut a);
-            },
-        );
-    }
     for (key, id) in [
         (SortKey::Size, "sort-size"),
         (SortKey::Lifetime, "sort-lifetime"),
@@ -555,4 +513,37 @@ pub fn wire(app: &Shared) {
             render_table(&mut a);
         });
     }
+}
+
+/// A key on the top-allocations table ([`memscope_page::keys::list_cursor`]): moves
+/// its active row into view, or selects the active row's allocation and brings it into
+/// view.
+pub fn table_key(a: &mut App, key: ListKey) {
+    let Some(l) = a.lenses.lists.as_mut() else {
+        return;
+    };
+    let first_visible = l.table.visible().0;
+    if key == ListKey::Open {
+        let current = l.active.unwrap_or(first_visible);
+        let id = l.table_page.as_ref().and_then(|p| {
+            let k = current.checked_sub(p.page.first)?;
+            p.page.rows.get(usize::try_from(k).ok()?).map(|r| r.id)
+        });
+        if let Some(id) = id {
+            select_and_reveal(a, id, true);
+        }
+        return;
+    }
+    let Some(next) = list_cursor(
+        key,
+        l.active,
+        first_visible,
+        l.table.page(),
+        l.table.total(),
+    ) else {
+        return;
+    };
+    l.active = Some(next);
+    l.table.reveal(next);
+    render_table(a);
 }

@@ -12,11 +12,11 @@ use memscope_figures::plot::{segment_name, RowLabel};
 use memscope_figures::{Size, Style};
 use memscope_page::Msg;
 use memscope_protocol::lens::{
-    At, LaneHitAnswer, LanesAnswer, LensRequest, Overview, PoolRow, PoolsAnswer, SegmentsAnswer,
+    At, LaneHitAnswer, LanesAnswer, LensOverview, LensRequest, PoolRow, PoolsAnswer, SegmentsAnswer,
 };
 use memscope_render::gl::NO_ID;
 use memscope_render::palette::Theme;
-use memscope_render::{RowsView, SegmentAggregate, AGGREGATE_ID};
+use memscope_render::{RowsView, SegmentAggregate, Strips, AGGREGATE_ID};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use web_sys::{Event, HtmlElement, MouseEvent, WheelEvent};
 
@@ -511,7 +511,12 @@ fn draw(app: &mut App, which: Which) {
 }
 
 /// Row `r`'s texts: its size (the gutter), its name (over the row) and its tooltip.
-fn row_texts(o: &Overview, pane: &Pane, which: Which, r: u32) -> Option<(String, String, String)> {
+fn row_texts(
+    o: &LensOverview,
+    pane: &Pane,
+    which: Which,
+    r: u32,
+) -> Option<(String, String, String)> {
     Some(match which {
         Which::Segments => {
             let s = o.segments.get(r as usize)?;
@@ -773,8 +778,8 @@ pub fn on_segments(app: &mut App, a: SegmentsAnswer) {
         pane.aggregates = a.aggregates;
         pane.worker_ms = a.worker_ms;
         if let Some(gl) = pane.gl.as_mut() {
-            let under = a.extents.to_strips();
-            gl.set(Some(&under), a.strips.to_strips(), &[], &[], h.as_deref());
+            let under = Strips::from(&a.extents);
+            gl.set(Some(&under), Strips::from(&a.strips), h.as_deref());
         }
     }
     took(app, Which::Segments);
@@ -788,7 +793,7 @@ pub fn on_lanes(app: &mut App, a: LanesAnswer) {
         pane.selected_row = a.selected_row;
         pane.worker_ms = a.worker_ms;
         if let Some(gl) = pane.gl.as_mut() {
-            gl.set(None, a.strips.to_strips(), &[], &[], h.as_deref());
+            gl.set(None, Strips::from(&a.strips), h.as_deref());
         }
     }
     took(app, Which::Lanes);
@@ -802,9 +807,7 @@ pub fn on_pools(app: &mut App, a: PoolsAnswer) {
         pane.pool_rows = a.rows;
         pane.worker_ms = a.worker_ms;
         if let Some(gl) = pane.gl.as_mut() {
-            let lines = a.strips.lines.to_vec();
-            let strips = a.strips.to_strips();
-            gl.set(None, strips, &lines, &a.strips.line_strips, h.as_deref());
+            gl.set(None, Strips::from(&a.strips), h.as_deref());
         }
         attr(
             &p.pools.scroll,

@@ -5,8 +5,9 @@ use js_sys::{Array, Uint32Array};
 use memscope_analysis::{DeviceAnalysis, SearchKind};
 use memscope_protocol::lens::{
     Crumb, FlameAggregateInfo, FlameAnswer, FlameNodeInfo, FlameQuery, FlameUnit, FlameWeight,
-    LensStrips, NodeAllocations,
+    NodeAllocations,
 };
+use memscope_protocol::StripBuf;
 use memscope_render::{
     flame_layout, palette, Axis, FlameOptions, FlameTree, FlameView, TimelineIndex, Weighting,
     AGGREGATE_ID,
@@ -196,7 +197,7 @@ pub fn answer(
         })
         .collect();
     FlameAnswer {
-        strips: LensStrips::new(&layout.strips, &[], Vec::new(), transfer),
+        strips: StripBuf::from(&layout.strips).transferred(transfer),
         labels: layout.labels,
         aggregates,
         generation,

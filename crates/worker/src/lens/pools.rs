@@ -10,10 +10,11 @@ use std::collections::HashMap;
 
 use js_sys::Array;
 use memscope_analysis::DeviceAnalysis;
-use memscope_protocol::lens::{LensStrips, PoolRow, PoolsAnswer};
+use memscope_protocol::lens::{PoolRow, PoolsAnswer};
+use memscope_protocol::StripBuf;
 use memscope_render::palette::{self, Overlay};
 use memscope_render::segments::extent_color;
-use memscope_render::{RowsView, Strips, TimelineIndex, TimelineView, AGGREGATE_ID};
+use memscope_render::{LineStrip, RowsView, Strips, TimelineIndex, TimelineView, AGGREGATE_ID};
 
 use crate::now_ms;
 
@@ -53,9 +54,8 @@ pub fn layout(
     let mut colors: Vec<u32> = Vec::new();
     let mut ids: Vec<u32> = Vec::new();
     let mut lines: Vec<f32> = Vec::new();
-    let mut line_strips: Vec<(u32, u32, u32)> = Vec::new();
+    let mut line_strips: Vec<LineStrip> = Vec::new();
     let mut rows = Vec::new();
-    let reserved_colour = palette::overlay_color(Overlay::Reserved, view.theme);
     let envelope_colour = extent_color(view.theme);
 
     let drawable = grid.is_drawable() && view.width_px > 0;
@@ -116,7 +116,11 @@ pub fn layout(
                 }
                 let here = lines.len() as u32 / 2;
                 if here > line_first {
-                    line_strips.push((line_first, here - line_first, reserved_colour));
+                    line_strips.push(LineStrip {
+                        kind: Overlay::Reserved,
+                        first: line_first,
+                        count: here - line_first,
+                    });
                 }
                 line_first = here;
                 continue;
@@ -187,12 +191,18 @@ pub fn layout(
         }
         let here = lines.len() as u32 / 2;
         if here > line_first {
-            line_strips.push((line_first, here - line_first, reserved_colour));
+            line_strips.push(LineStrip {
+                kind: Overlay::Reserved,
+                first: line_first,
+                count: here - line_first,
+            });
         }
     }
-    let strips = Strips::from_parts(grid, view.x0, 0.0, rects, colors, ids);
+    let mut strips = Strips::from_parts(grid, view.x0, 0.0, rects, colors, ids);
+    strips.lines = lines;
+    strips.line_strips = line_strips;
     PoolsAnswer {
-        strips: LensStrips::new(&strips, &lines, line_strips, transfer),
+        strips: StripBuf::from(&strips).transferred(transfer),
         rows,
         worker_ms: now_ms() - started,
     }
