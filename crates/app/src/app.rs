@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
+use memscope_page::timeline_asks::TimelineAsks;
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
@@ -82,10 +83,8 @@ pub struct App {
     /// Palette entries of call sites (label, entry) from the legends seen, sent with
     /// every strips request so that a call site keeps its colour on every rank.
     palette: Vec<(String, u8)>,
-    /// A strips request is in flight; another is due when it answers.
-    in_flight: bool,
-    /// Set when the view changed while a request was in flight.
-    dirty: bool,
+    /// The timeline's strips questions: the one awaited, and a change waiting for it.
+    asks: TimelineAsks,
     pub load_started_ms: f64,
     /// Strips were drawn since the current batch of files was added.
     painted_since_load: bool,
@@ -121,8 +120,7 @@ impl App {
             next_key: 1,
             next_request: 1,
             palette: Vec::new(),
-            in_flight: false,
-            dirty: false,
+            asks: TimelineAsks::default(),
             load_started_ms: 0.0,
             painted_since_load: false,
             after_loads: Vec::new(),
@@ -200,6 +198,10 @@ impl App {
 
     /// Starts queued loads on free workers.
     fn schedule(&mut self) {
+        if self.pool.refused().is_some() {
+            self.workers_refused();
+            return;
+        }
         while let Some(i) = self
             .ranks
             .iter()
@@ -243,6 +245,27 @@ impl App {
             dom::mark("memscope:sent");
             self.render_card(i);
         }
+    }
+
+    /// This browser refuses workers here, and memscope reads files only in a worker:
+    /// every file waiting or being read says why, rather than waiting for ever.
+    pub fn workers_refused(&mut self) {
+        let reason = self.pool.refused().unwrap_or_default();
+        let message = format!(
+            "this browser refuses to start memscope's worker here ({reason}), and memscope \
+             reads files only in a worker: open memscope over http(s), or in a browser or \
+             setting that allows workers"
+        );
+        for i in 0..self.ranks.len() {
+            if matches!(
+                self.ranks[i].state,
+                RankState::Queued | RankState::Loading { .. }
+            ) {
+                self.ranks[i].state = RankState::Failed(message.clone());
+                self.render_card(i);
+            }
+        }
+        self.update_chrome();
     }
 
     fn index_of(&self, key: u32) -> Option<usize> {
@@ -360,12 +383,13 @@ impl App {
             }
             Response::Strips(strips) => {
                 let (request, layout_ms) = (strips.request, strips.layout_ms);
+                let owner = (strips.rank_key, strips.device);
                 let Some(t) = self.timeline.as_mut() else {
                     return;
                 };
                 // Each worker sends a freshly loaded rank's first view unasked (request
-                // 0); while several ranks load, only the shown one's is taken. An answer
-                // to a request ends it even when it is for a device no longer shown.
+                // 0); while several ranks load, only the shown one's is taken. Only the
+                // answer awaited ends the wait (`TimelineAsks`).
                 // The first legend seen fixes its call sites' colours for every rank;
                 // later ones add the sites it lacked: in their own entry when it is
                 // free, else in the first free one (left to each rank, such a site
@@ -404,9 +428,7 @@ impl App {
                 if taken && recolor {
                     t.recolor = true;
                 }
-                if request != 0 || taken {
-                    self.in_flight = false;
-                }
+                self.asks.answered(request, owner);
                 if taken {
                     attr(t.canvas(), "data-layout-ms", &format!("{layout_ms:.1}"));
                     t.draw_legend();
@@ -417,7 +439,7 @@ impl App {
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
                 let window = self.page.window;
-                if self.dirty || self.timeline.as_ref().is_some_and(|t| t.stale(&window)) {
+                if self.asks.dirty() || self.timeline.as_ref().is_some_and(|t| t.stale(&window)) {
                     self.request_strips();
                 }
             }
@@ -494,7 +516,7 @@ impl App {
             self.request_strips();
         } else {
             // The worker sends the first view of a freshly loaded rank by itself.
-            self.in_flight = true;
+            self.asks.await_first((key, device));
         }
         self.update_devices_marker();
         crate::lenses::on_device_shown(self);
@@ -527,8 +549,7 @@ impl App {
     /// Whether the timeline shows strips laid out for its current view (none pending).
     pub fn strips_settled(&self) -> bool {
         let window = self.page.window;
-        !self.in_flight
-            && !self.dirty
+        self.asks.settled()
             && !self.redraw_due
             && !self.timeline.as_ref().is_some_and(|t| t.stale(&window))
     }
@@ -542,8 +563,7 @@ impl App {
         let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) else {
             return;
         };
-        if self.in_flight {
-            self.dirty = true;
+        if !self.asks.ask((key, device)) {
             return;
         }
         let Some(t) = self.timeline.as_mut() else {
@@ -551,14 +571,13 @@ impl App {
         };
         t.fit_canvas();
         if !t.stale(&self.page.window) {
-            self.dirty = false;
+            self.asks.not_needed();
             return;
         }
         let view = t.layout_view(&self.page.window);
         let request = self.next_request;
         self.next_request += 1;
-        self.in_flight = true;
-        self.dirty = false;
+        self.asks.sent(request, (key, device));
         self.pool.send(
             slot,
             Request::Strips {

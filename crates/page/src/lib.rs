@@ -12,6 +12,7 @@
 
 pub mod keys;
 pub mod requests;
+pub mod timeline_asks;
 pub mod url;
 pub mod window;
 
