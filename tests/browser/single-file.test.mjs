@@ -292,7 +292,8 @@ test('Export… → One HTML file carries the anomalies the page found, listed o
     await page.goto(server.url);
     await page.waitForSelector('body[data-status="empty"]');
     await dropFiles(page, files);
-    await page.waitForSelector('#fleet[data-status="ready"]', { timeout: 60000 });
+    // Every rank examined (the Fleet view, hidden, is ready).
+    await page.waitForSelector('#fleet[data-status="ready"]', { state: 'attached', timeout: 60000 });
     await page.waitForSelector('body[data-status="ready"]');
     const path = await exportHtml(page, dir, 'anomalies.html', { ranks: 'all', range: 'whole' });
     assert.match(await page.$eval('#export-status', (e) => e.textContent), new RegExp(`${cli.length} anomal(y|ies) listed on open`));

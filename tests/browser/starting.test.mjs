@@ -1,7 +1,8 @@
 // How a load starts, provoked deterministically: a file dropped while the page's code
 // is still loading, a bookmark of a rank's second device applied the moment the rank is
-// loaded, a browser that refuses workers, a worker whose script cannot load. Each used
-// to leave the page waiting for ever (or, for the last two, with no reason given).
+// loaded, a browser that refuses workers, a worker whose script cannot load, a browser
+// without WebGL2. Each used to leave the page waiting for ever, or empty with no reason
+// given.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -99,6 +100,22 @@ test('a worker whose script cannot be loaded says so on the file\'s card', async
     const text = await card.evaluate((e) => e.textContent + ' ' + (e.dataset.error || ''));
     assert.match(text, /could not start memscope's worker here/);
     await page.waitForSelector('body[data-status="failed"]');
+  } finally {
+    await b.close();
+  }
+});
+
+test('without WebGL2 the files load and the timeline\'s place says why it is empty', async () => {
+  const b = await browser(['--disable-webgl', '--disable-webgl2']);
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await dropFiles(page, [real('forward-fp32.pickle')]);
+    await page.waitForSelector('.device[data-file="forward-fp32.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+    await page.waitForSelector('#no-trace:not([hidden])');
+    assert.match(await page.$eval('#no-trace', (e) => e.textContent), /cannot draw the memory timeline in this browser/);
+    assert.equal(await page.$eval('#plot', (e) => e.hidden), true);
   } finally {
     await b.close();
   }

@@ -63,6 +63,8 @@ pub struct App {
     pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
     pub timeline: Option<Timeline>,
+    /// Why there is no timeline (WebGL2 unavailable), said where it would be drawn.
+    pub no_timeline: Option<String>,
     /// The page model: every piece of view state has its one owner there.
     pub page: memscope_page::State,
     /// This page, for callbacks made later (animation frames, timers).
@@ -100,7 +102,15 @@ pub type Shared = Rc<RefCell<App>>;
 
 impl App {
     /// Creates the page state; `on_response` is given worker responses.
-    pub fn new(pool: Pool, timeline: Option<Timeline>, self_ref: Weak<RefCell<App>>) -> App {
+    pub fn new(
+        pool: Pool,
+        timeline: Result<Timeline, String>,
+        self_ref: Weak<RefCell<App>>,
+    ) -> App {
+        let (timeline, no_timeline) = match timeline {
+            Ok(t) => (Some(t), None),
+            Err(why) => (None, Some(why)),
+        };
         App {
             pool,
             fleet: Default::default(),
@@ -108,6 +118,7 @@ impl App {
             share: Default::default(),
             ranks: Vec::new(),
             timeline,
+            no_timeline,
             page: Default::default(),
             self_ref,
             redraw_due: false,
@@ -499,6 +510,16 @@ impl App {
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
         show_trace_or_notice(&d);
+        if let Some(why) = &self.no_timeline {
+            // The files load and every other view works: the timeline's place says why
+            // it is empty.
+            let notice: HtmlElement = by_id("no-trace");
+            notice.set_text_content(Some(&format!(
+                "memscope cannot draw the memory timeline in this browser: {why}."
+            )));
+            dom::show(&notice, true);
+            dom::show(&by_id::<HtmlElement>("plot"), false);
+        }
         let extents = match self.timeline.as_mut() {
             Some(t) => t.show_device(key, device, d),
             None => memscope_page::Extents::default(),

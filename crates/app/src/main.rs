@@ -55,14 +55,11 @@ fn main() {
                 }
             }),
         );
-        let timeline = match Timeline::new() {
-            Ok(t) => Some(t),
-            Err(message) => {
-                let note: HtmlElement = by_id("empty-state");
-                note.set_text_content(Some(&format!("memscope cannot draw here: {message}.")));
-                None
-            }
-        };
+        let timeline = Timeline::new();
+        if let Err(message) = &timeline {
+            let note: HtmlElement = by_id("empty-state");
+            note.set_text_content(Some(&format!("memscope cannot draw here: {message}.")));
+        }
         RefCell::new(App::new(pool, timeline, weak_app))
     });
     wire_loading(&app);
