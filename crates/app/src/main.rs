@@ -57,8 +57,13 @@ fn main() {
         );
         let timeline = Timeline::new();
         if let Err(message) = &timeline {
-            let note: HtmlElement = by_id("empty-state");
-            note.set_text_content(Some(&format!("memscope cannot draw here: {message}.")));
+            // Said in the prompt's note (the prompt itself, with its buttons, stays: the
+            // files still open, and every view but the timeline works).
+            let note: HtmlElement = by_id("empty-note");
+            note.set_text_content(Some(&format!(
+                "memscope cannot draw the memory timeline here: {message}."
+            )));
+            dom::show(&note, true);
         }
         RefCell::new(App::new(pool, timeline, weak_app))
     });
