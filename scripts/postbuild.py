@@ -94,22 +94,19 @@ try {
         + "    const wasm = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer();\n"
         + "    await wasm_bindgen({ module_or_path: wasm });\n"
         + "  } catch (e) {\n"
-        # Never silent: the worker says it is ready (gloo-worker's envelope), then answers
-        # every load as a crashed worker would, with the reason; the page shows it on the
-        # file's card.
-        + "    const why = 'this browser could not start the worker inside this file (' + e + ')';\n"
-        + "    self.postMessage('WorkerLoaded');\n"
-        + "    self.onmessage = (event) => {\n"
-        + "      const input = event.data && event.data.ProcessInput;\n"
-        + "      if (!input) return;\n"
-        + "      const load = input[1] && input[1].Load;\n"
-        + "      self.postMessage({ ProcessOutput: [input[0], { Crashed: { rank_keys: load ? [load.rank_key] : [], message: why } }] });\n"
-        + "    };\n"
+        # Never silent: every load is answered with the reason (worker-crash.js).
+        + "    memscopeRefuseLoads('inside this file: ' + e);\n"
         + "  }\n"
         + "})();\n"
     )
+    # index.html's other inline scripts (the early-drop keeper) stay, allowed by hash.
+    kept = [
+        sha256(body)
+        for attrs, body in re.findall(r"<script(?![^>]*\bsrc=)([^>]*)>(.*?)</script>", html, re.S)
+        if "data-csp-bootstrap" not in attrs and "module" not in attrs
+    ]
     csp = (
-        "default-src 'none'; script-src " + sha256(boot) + " 'wasm-unsafe-eval'; "
+        "default-src 'none'; script-src " + " ".join([sha256(boot)] + kept) + " 'wasm-unsafe-eval'; "
         "worker-src blob:; connect-src 'none'; img-src data: blob:; style-src " + sha256(style) + "; "
         "base-uri 'none'; form-action 'none'"
     )

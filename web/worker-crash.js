@@ -20,3 +20,18 @@ function memscopeReportCrash(event) {
 
 self.addEventListener('error', memscopeReportCrash);
 self.addEventListener('unhandledrejection', memscopeReportCrash);
+
+// A worker whose code could not start (its script or wasm refused or broken) never
+// hears from the page (gloo-worker's bridge holds requests until the worker says it is
+// loaded): it says it is, then answers every request as a crashed worker would, with
+// the reason, so the page shows it on the file's card. Never silent.
+function memscopeRefuseLoads(why) {
+  const message = 'this browser could not start memscope\'s worker here (' + why + ')';
+  self.postMessage('WorkerLoaded');
+  self.onmessage = (event) => {
+    const input = event.data && event.data.ProcessInput;
+    if (!input) return;
+    const load = input[1] && input[1].Load;
+    self.postMessage({ ProcessOutput: [input[0], { Crashed: { rank_keys: load ? [load.rank_key] : [], message } }] });
+  };
+}

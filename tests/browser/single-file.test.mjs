@@ -266,12 +266,55 @@ test('a worker that cannot start inside the file says so on the file\'s card', a
     try {
       const card = await b.page.waitForSelector('.rank-error[data-file="forward-fp32.pickle"]', { timeout: 60000 });
       const text = await card.evaluate((e) => e.textContent + ' ' + e.dataset.error);
-      assert.match(text, /could not start the worker inside this file/);
+      assert.match(text, /could not start memscope's worker here \(inside this file/);
       assert.match(text, /no wasm here/);
     } finally {
       await b.close();
     }
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('Export… → One HTML file carries the anomalies the page found, listed on open as memscope anomalies finds them', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'memscope-single-'));
+  const server = await serve();
+  const b = await browser();
+  try {
+    const { page } = b;
+    const files = [real('forward-fp32.pickle'), join(fixtures, 'crafted', 'snap-p4.pickle')];
+    // The oracle: the CLI on the same files.
+    const cli = memscope(['anomalies', '--json', ...files])
+      .split('\n')
+      .filter((l) => l.includes('"kind"'))
+      .map((l) => JSON.parse(l))
+      .map((a) => `${a.kind} ${a.file} ${a.device}`)
+      .sort();
+    assert.ok(cli.length >= 1, 'the crafted file has an anomaly');
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await dropFiles(page, files);
+    // Every rank examined (the Fleet view, hidden, is ready).
+    await page.waitForSelector('#fleet[data-status="ready"]', { state: 'attached', timeout: 60000 });
+    await page.waitForSelector('body[data-status="ready"]');
+    const path = await exportHtml(page, dir, 'anomalies.html', { ranks: 'all', range: 'whole' });
+    assert.match(await page.$eval('#export-status', (e) => e.textContent), new RegExp(`${cli.length} anomal(y|ies) listed on open`));
+
+    const o = await openOffline(path);
+    try {
+      const listed = await o.page.$$eval('#embedded-anomalies li', (l) =>
+        l.map((e) => `${e.dataset.kind} ${/^\S+ (.+) \(device (\d+)\):/.exec(e.textContent).slice(1).join(' ')}`),
+      );
+      assert.deepEqual(listed.sort(), cli);
+      await o.page.waitForSelector('.device[data-file="snap-p4.pickle"][data-peak-allocated-bytes]', { timeout: 60000 });
+      assert.deepEqual(o.refused, []);
+      assert.deepEqual(o.errors, []);
+    } finally {
+      await o.close();
+    }
+  } finally {
+    await b.close();
+    await server.close();
     await rm(dir, { recursive: true, force: true });
   }
 });

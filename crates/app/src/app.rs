@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
+use memscope_page::timeline_asks::TimelineAsks;
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
 use memscope_protocol::{
@@ -63,6 +64,8 @@ pub struct App {
     pub share: crate::share::Share,
     pub ranks: Vec<Rank>,
     pub timeline: Option<TimelinePane>,
+    /// Why there is no timeline (WebGL2 unavailable), said where it would be drawn.
+    pub no_timeline: Option<String>,
     /// The page model: every piece of view state has its one owner there.
     pub page: memscope_page::State,
     /// This page, for callbacks made later (animation frames, timers).
@@ -84,10 +87,8 @@ pub struct App {
     /// their entries go with every strips request so that a call site keeps its colour
     /// on every rank.
     palette: memscope_render::palette::SitePalette,
-    /// A strips request is in flight; another is due when it answers.
-    in_flight: bool,
-    /// Set when the view changed while a request was in flight.
-    dirty: bool,
+    /// The timeline's strips questions: the one awaited, and a change waiting for it.
+    asks: TimelineAsks,
     pub load_started_ms: f64,
     /// Strips were drawn since the current batch of files was added.
     painted_since_load: bool,
@@ -103,7 +104,15 @@ pub type Shared = Rc<RefCell<App>>;
 
 impl App {
     /// Creates the page state; `on_response` is given worker responses.
-    pub fn new(pool: Pool, timeline: Option<TimelinePane>, self_ref: Weak<RefCell<App>>) -> App {
+    pub fn new(
+        pool: Pool,
+        timeline: Result<TimelinePane, String>,
+        self_ref: Weak<RefCell<App>>,
+    ) -> App {
+        let (timeline, no_timeline) = match timeline {
+            Ok(t) => (Some(t), None),
+            Err(why) => (None, Some(why)),
+        };
         App {
             pool,
             fleet: Default::default(),
@@ -111,6 +120,7 @@ impl App {
             share: Default::default(),
             ranks: Vec::new(),
             timeline,
+            no_timeline,
             page: Default::default(),
             self_ref,
             redraw_due: false,
@@ -123,8 +133,7 @@ impl App {
             next_key: 1,
             next_request: 1,
             palette: Default::default(),
-            in_flight: false,
-            dirty: false,
+            asks: TimelineAsks::default(),
             load_started_ms: 0.0,
             painted_since_load: false,
             after_loads: Vec::new(),
@@ -202,6 +211,10 @@ impl App {
 
     /// Starts queued loads on free workers.
     fn schedule(&mut self) {
+        if self.pool.refused().is_some() {
+            self.workers_refused();
+            return;
+        }
         while let Some(i) = self
             .ranks
             .iter()
@@ -245,6 +258,27 @@ impl App {
             dom::mark("memscope:sent");
             self.render_card(i);
         }
+    }
+
+    /// This browser refuses workers here, and memscope reads files only in a worker:
+    /// every file waiting or being read says why, rather than waiting for ever.
+    pub fn workers_refused(&mut self) {
+        let reason = self.pool.refused().unwrap_or_default();
+        let message = format!(
+            "this browser refuses to start memscope's worker here ({reason}), and memscope \
+             reads files only in a worker: open memscope over http(s), or in a browser or \
+             setting that allows workers"
+        );
+        for i in 0..self.ranks.len() {
+            if matches!(
+                self.ranks[i].state,
+                RankState::Queued | RankState::Loading { .. }
+            ) {
+                self.ranks[i].state = RankState::Failed(message.clone());
+                self.render_card(i);
+            }
+        }
+        self.update_chrome();
     }
 
     fn index_of(&self, key: u32) -> Option<usize> {
@@ -362,12 +396,13 @@ impl App {
             }
             Response::Strips(strips) => {
                 let (request, layout_ms) = (strips.request, strips.layout_ms);
+                let owner = (strips.rank_key, strips.device);
                 let Some(t) = self.timeline.as_mut() else {
                     return;
                 };
                 // Each worker sends a freshly loaded rank's first view unasked (request
-                // 0); while several ranks load, only the shown one's is taken. An answer
-                // to a request ends it even when it is for a device no longer shown.
+                // 0); while several ranks load, only the shown one's is taken. Only the
+                // answer awaited ends the wait (`TimelineAsks`).
                 // Every legend seen decides the colours of all ranks (`SitePalette`).
                 // When they change, the shown view is asked for again in them; so is a
                 // rank's first view, which comes unasked in its own colours, when those
@@ -385,9 +420,7 @@ impl App {
                 if changed || (taken && stale) {
                     t.recolor = true;
                 }
-                if request != 0 || taken {
-                    self.in_flight = false;
-                }
+                self.asks.answered(request, owner);
                 if taken {
                     attr(t.canvas(), "data-layout-ms", &format!("{layout_ms:.1}"));
                     t.draw_legend();
@@ -398,7 +431,7 @@ impl App {
                 // The first strips of a rank are laid out for the canvas size guessed
                 // when loading started; any difference asks for the exact view.
                 let window = self.page.window;
-                if self.dirty || self.timeline.as_ref().is_some_and(|t| t.stale(&window)) {
+                if self.asks.dirty() || self.timeline.as_ref().is_some_and(|t| t.stale(&window)) {
                     self.request_strips();
                 }
             }
@@ -458,6 +491,16 @@ impl App {
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
         show_trace_or_notice(&d);
+        if let Some(why) = &self.no_timeline {
+            // The files load and every other view works: the timeline's place says why
+            // it is empty.
+            let notice: HtmlElement = by_id("no-trace");
+            notice.set_text_content(Some(&format!(
+                "memscope cannot draw the memory timeline in this browser: {why}."
+            )));
+            dom::show(&notice, true);
+            dom::show(&by_id::<HtmlElement>("plot"), false);
+        }
         let extents = match self.timeline.as_mut() {
             Some(t) => t.show_device(key, device, d),
             None => memscope_page::Extents::default(),
@@ -475,7 +518,7 @@ impl App {
             self.request_strips();
         } else {
             // The worker sends the first view of a freshly loaded rank by itself.
-            self.in_flight = true;
+            self.asks.await_first((key, device));
         }
         self.update_devices_marker();
         crate::lenses::on_device_shown(self);
@@ -508,8 +551,7 @@ impl App {
     /// Whether the timeline shows strips laid out for its current view (none pending).
     pub fn strips_settled(&self) -> bool {
         let window = self.page.window;
-        !self.in_flight
-            && !self.dirty
+        self.asks.settled()
             && !self.redraw_due
             && !self.timeline.as_ref().is_some_and(|t| t.stale(&window))
     }
@@ -523,8 +565,7 @@ impl App {
         let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) else {
             return;
         };
-        if self.in_flight {
-            self.dirty = true;
+        if !self.asks.ask((key, device)) {
             return;
         }
         let Some(t) = self.timeline.as_mut() else {
@@ -532,14 +573,13 @@ impl App {
         };
         t.fit_canvas();
         if !t.stale(&self.page.window) {
-            self.dirty = false;
+            self.asks.not_needed();
             return;
         }
         let view = t.layout_view(&self.page.window);
         let request = self.next_request;
         self.next_request += 1;
-        self.in_flight = true;
-        self.dirty = false;
+        self.asks.sent(request, (key, device));
         self.pool.send(
             slot,
             Request::Strips {

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use memscope_bundle::{write_html, Embedded, FileWarning, RankData};
+use memscope_bundle::{write_html, AnomalyItem, Embedded, FileWarning, RankData};
 use memscope_protocol::{PackRange, PackedRank, Request};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -25,6 +25,9 @@ struct Pending {
     view: memscope_page::url::ViewState,
     /// The shown rank, whose range (if trimmed) moves the view.
     shown: Option<u32>,
+    /// The anomalies the page found in the ranks written (listed on open), or `None`
+    /// when they were still being looked for.
+    anomalies: Option<Vec<AnomalyItem>>,
     /// The file, once everything has arrived.
     html: Option<String>,
 }
@@ -105,18 +108,54 @@ pub fn prepare(app: &Shared) {
         return;
     }
     view.files = ranks.iter().map(|(_, name, _)| name.clone()).collect();
+    let anomalies = found(&app, &ranks, only_shown.then_some(active).flatten());
     status(&format!("Writing {} rank(s)…", ranks.len()));
     PENDING.with(|p| {
         *p.borrow_mut() = Some(Pending {
             ranks,
             view,
             shown: active.map(|(k, _)| k),
+            anomalies,
             html: None,
         })
     });
     for (slot, request) in requests {
         app.pool.send(slot, request);
     }
+}
+
+/// The anomalies the page found (the Fleet view's list, as `memscope anomalies` finds
+/// them) in the ranks written, of the shown device only when only it is written; each
+/// named as its rank is in the file. `None` while ranks are still being examined.
+fn found(
+    app: &App,
+    ranks: &[(u32, String, Option<PackedRank>)],
+    only: Option<(u32, i32)>,
+) -> Option<Vec<AnomalyItem>> {
+    let combined = crate::fleet::combined_all(app)?;
+    let mut out = Vec::new();
+    for a in &combined.report.anomalies {
+        let Some((key, device)) = combined.key_of(&a.id) else {
+            continue;
+        };
+        if only.is_some_and(|shown| shown != (key, device)) {
+            continue;
+        }
+        let Some((_, name, _)) = ranks.iter().find(|(k, _, _)| *k == key) else {
+            continue;
+        };
+        out.push(AnomalyItem {
+            // The kind as `memscope anomalies --json` spells it (its serde name).
+            kind: serde_wasm_bindgen::to_value(&a.kind)
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_else(|| a.kind.prefix().to_owned()),
+            file: name.clone(),
+            device,
+            summary: a.summary.clone(),
+        });
+    }
+    Some(out)
 }
 
 /// A worker's answer; once every rank has answered, the file is made.
@@ -173,7 +212,7 @@ async fn template() -> Result<String, String> {
 }
 
 async fn finish() {
-    let Some((embedded, errors)) = PENDING.with(|p| {
+    let Some((embedded, errors, examined)) = PENDING.with(|p| {
         let p = p.borrow();
         let pending = p.as_ref()?;
         let mut view = pending.view.clone();
@@ -215,10 +254,11 @@ async fn finish() {
             Embedded {
                 hash: memscope_page::url::format(&view),
                 ranks,
-                anomalies: Vec::new(),
+                anomalies: pending.anomalies.clone().unwrap_or_default(),
                 warnings,
             },
             errors,
+            pending.anomalies.is_some(),
         ))
     }) else {
         return;
@@ -238,8 +278,20 @@ async fn finish() {
     };
     match write_html(&template, &embedded) {
         Ok(html) => {
+            let listed = match (examined, embedded.anomalies.len()) {
+                (false, _) => {
+                    "; no anomaly list (the ranks were still being examined: prepare it again \
+                     in a moment to include it)"
+                        .to_owned()
+                }
+                (true, 0) => String::new(),
+                (true, n) => format!(
+                    "; {n} anomal{} listed on open",
+                    if n == 1 { "y" } else { "ies" }
+                ),
+            };
             status(&format!(
-                "One HTML file: {} rank(s), {} — ready to save.",
+                "One HTML file: {} rank(s), {}{listed} — ready to save.",
                 embedded.ranks.len(),
                 memscope_snapshot::units::format_bytes(html.len() as u64)
             ));

@@ -88,31 +88,78 @@ async fn walk(root: FileSystemEntry, out: &mut Vec<(String, File)>) -> Result<()
     Ok(())
 }
 
-/// The files of a drop, with their paths: dropped files as they are, dropped folders
-/// read recursively.
-pub async fn from_drop(transfer: DataTransfer) -> Vec<(String, File)> {
-    let items = transfer.items();
-    let mut entries = Vec::new();
-    let mut plain = Vec::new();
-    // Entries must be taken synchronously, before the drop event's data goes away.
-    for i in 0..items.length() {
-        let Some(item) = items.get(i) else { continue };
-        if item.kind() != "file" {
-            continue;
-        }
-        match item.webkit_get_as_entry() {
-            Ok(Some(entry)) if entry.is_directory() => entries.push(entry),
-            _ => {
-                if let Ok(Some(file)) = item.get_as_file() {
-                    plain.push((file.name(), file));
+/// What a drop holds, taken while its event runs (the only time the browser lets a
+/// page read it): dropped folders, to be read recursively, and dropped files.
+#[derive(Default)]
+pub struct Dropped {
+    folders: Vec<FileSystemEntry>,
+    files: Vec<(String, File)>,
+}
+
+impl Dropped {
+    /// Takes the entries of a drop event's data, synchronously.
+    pub fn take(transfer: &DataTransfer) -> Dropped {
+        let items = transfer.items();
+        let mut dropped = Dropped::default();
+        for i in 0..items.length() {
+            let Some(item) = items.get(i) else { continue };
+            if item.kind() != "file" {
+                continue;
+            }
+            match item.webkit_get_as_entry() {
+                Ok(Some(entry)) if entry.is_directory() => dropped.folders.push(entry),
+                _ => {
+                    if let Ok(Some(file)) = item.get_as_file() {
+                        dropped.files.push((file.name(), file));
+                    }
                 }
             }
         }
+        dropped
     }
-    for entry in entries {
-        if let Err(e) = walk(entry, &mut plain).await {
-            web_sys::console::warn_2(&"memscope: could not read a dropped folder".into(), &e);
+
+    /// The files, with their paths: dropped files as they are, dropped folders read
+    /// recursively.
+    pub async fn files(self) -> Vec<(String, File)> {
+        let Dropped { folders, mut files } = self;
+        for entry in folders {
+            if let Err(e) = walk(entry, &mut files).await {
+                web_sys::console::warn_2(&"memscope: could not read a dropped folder".into(), &e);
+            }
         }
+        files
     }
-    plain
+}
+
+/// The drops made before the page started, kept by index.html's `data-early-drop`
+/// script as `{ folders, files }` objects; it keeps no more from now on (the page's
+/// own handlers take drops).
+pub fn take_early_drops() -> Vec<Dropped> {
+    let window = crate::dom::window();
+    let key = JsValue::from_str("memscopeEarlyDrops");
+    let kept = js_sys::Reflect::get(&window, &key).unwrap_or(JsValue::NULL);
+    let _ = js_sys::Reflect::set(&window, &key, &JsValue::NULL);
+    let Ok(kept) = kept.dyn_into::<Array>() else {
+        return Vec::new();
+    };
+    let list = |drop: &JsValue, field: &str| {
+        js_sys::Reflect::get(drop, &field.into())
+            .ok()
+            .and_then(|v| v.dyn_into::<Array>().ok())
+            .map(|a| a.to_vec())
+            .unwrap_or_default()
+    };
+    kept.iter()
+        .map(|drop| Dropped {
+            folders: list(&drop, "folders")
+                .into_iter()
+                .map(JsCast::unchecked_into)
+                .collect(),
+            files: list(&drop, "files")
+                .into_iter()
+                .filter_map(|f| f.dyn_into::<File>().ok())
+                .map(|f| (f.name(), f))
+                .collect(),
+        })
+        .collect()
 }

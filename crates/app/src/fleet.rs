@@ -445,6 +445,15 @@ fn refresh(app: &mut App) {
     update_status(app);
 }
 
+/// The reports combined from every loaded rank, once each has reported (`None` while
+/// ranks load or their reports are on their way).
+pub fn combined_all(app: &App) -> Option<&Combined> {
+    if !all_reported(app) || signature(app) != app.fleet.signature {
+        return None;
+    }
+    app.fleet.combined.as_ref()
+}
+
 /// Redraws every fleet panel from the combined reports.
 fn render_all(app: &mut App) {
     overview::render(app);

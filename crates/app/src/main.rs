@@ -41,20 +41,30 @@ const EXAMPLE: &str = "example/forward-fp32.pickle";
 fn main() {
     let app: Shared = Rc::new_cyclic(|weak: &std::rc::Weak<RefCell<App>>| {
         let weak_app = weak.clone();
+        let refused = weak.clone();
         let weak = weak.clone();
-        let pool = Pool::new(Rc::new(move |slot, response| {
-            if let Some(app) = weak.upgrade() {
-                app.borrow_mut().on_response(slot, response);
-            }
-        }));
-        let timeline = match TimelinePane::new() {
-            Ok(t) => Some(t),
-            Err(message) => {
-                let note: HtmlElement = by_id("empty-state");
-                note.set_text_content(Some(&format!("memscope cannot draw here: {message}.")));
-                None
-            }
-        };
+        let pool = Pool::new(
+            Rc::new(move |slot, response| {
+                if let Some(app) = weak.upgrade() {
+                    app.borrow_mut().on_response(slot, response);
+                }
+            }),
+            Rc::new(move || {
+                if let Some(app) = refused.upgrade() {
+                    app.borrow_mut().workers_refused();
+                }
+            }),
+        );
+        let timeline = TimelinePane::new();
+        if let Err(message) = &timeline {
+            // Said in the prompt's note (the prompt itself, with its buttons, stays: the
+            // files still open, and every view but the timeline works).
+            let note: HtmlElement = by_id("empty-note");
+            note.set_text_content(Some(&format!(
+                "memscope cannot draw the memory timeline here: {message}."
+            )));
+            dom::show(&note, true);
+        }
         RefCell::new(App::new(pool, timeline, weak_app))
     });
     wire_loading(&app);
@@ -75,6 +85,20 @@ fn main() {
     dom::set_status("empty");
     share::install(&app);
     embedded::install(&app);
+    // Files dropped while the page was starting: opened now, after the bookmark in the
+    // address (if any) is installed, as a drop made later would be.
+    for dropped in files::take_early_drops() {
+        open_dropped(&app, dropped);
+    }
+}
+
+/// Opens the files of a drop (its folders read first).
+fn open_dropped(app: &Shared, dropped: files::Dropped) {
+    let app = app.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        let files = dropped.files().await;
+        app.borrow_mut().add_files(files);
+    });
 }
 
 /// Opens the bundled example.
@@ -150,11 +174,7 @@ fn wire_loading(app: &Shared) {
             let Some(transfer) = e.data_transfer() else {
                 return;
             };
-            let app = app.clone();
-            wasm_bindgen_futures::spawn_local(async move {
-                let files = files::from_drop(transfer).await;
-                app.borrow_mut().add_files(files);
-            });
+            open_dropped(&app, files::Dropped::take(&transfer));
         });
     }
     // Choosing a device.

@@ -1,13 +1,15 @@
 //! The worker pool: as many rank workers as the hardware has cores (never more than
 //! there are ranks), each parsing one file at a time and keeping every rank it parsed.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use gloo_worker::{Spawnable, WorkerBridge};
 use memscope_protocol::{Codec, Request, Response};
 use memscope_worker::RankWorker;
 
-use wasm_bindgen::JsValue;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::dom;
 
@@ -30,13 +32,62 @@ fn loader_url() -> Result<String, JsValue> {
     let base = dom::document().base_uri()?.unwrap_or_default();
     let url = |file: &str| web_sys::Url::new_with_base(file, &base).map(|u| u.href());
     let [crash, bundle, wasm] = WORKER_FILES;
+    // A bundle or wasm that cannot be loaded or started is answered for by the crash
+    // reporter (`memscopeRefuseLoads`): every load fails with the reason, never silently.
     let script = format!(
-        "importScripts({:?}, {:?}); wasm_bindgen({{ module_or_path: {:?} }});",
-        url(crash)?,
-        url(bundle)?,
-        url(wasm)?
+        "importScripts({crash:?}); \
+         try {{ importScripts({bundle:?}); }} catch (e) {{ memscopeRefuseLoads(e); throw e; }} \
+         wasm_bindgen({{ module_or_path: {wasm:?} }}).catch(memscopeRefuseLoads);",
+        crash = url(crash)?,
+        bundle = url(bundle)?,
+        wasm = url(wasm)?
     );
     blob_url(&script)
+}
+
+/// Finds whether this browser starts workers here: an empty one, started from a blob:
+/// URL as the pool's are, says hello or fails (a policy forbidding blob: workers makes
+/// the browser block it, and tell only the worker object). `refused` is called with
+/// the reason when it fails; the probe ends at its first answer either way.
+fn probe(refused: Rc<dyn Fn(String)>) -> Result<(), JsValue> {
+    let url = blob_url("postMessage(0);")?;
+    let worker = web_sys::Worker::new(&url);
+    let _ = web_sys::Url::revoke_object_url(&url);
+    let worker = match worker {
+        Ok(w) => w,
+        Err(e) => {
+            refused(js_reason(&e));
+            return Ok(());
+        }
+    };
+    let hello = {
+        let worker = worker.clone();
+        Closure::once_into_js(move || worker.terminate())
+    };
+    let failed = {
+        let worker = worker.clone();
+        Closure::once_into_js(move |e: web_sys::Event| {
+            worker.terminate();
+            let said = e
+                .dyn_ref::<web_sys::ErrorEvent>()
+                .map(|e| e.message())
+                .filter(|m| !m.is_empty());
+            refused(
+                said.unwrap_or_else(|| "it blocked a worker started from a blob: URL".to_owned()),
+            );
+        })
+    };
+    worker.set_onmessage(Some(hello.unchecked_ref()));
+    worker.set_onerror(Some(failed.unchecked_ref()));
+    Ok(())
+}
+
+/// A thrown value's message.
+fn js_reason(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "no reason given".to_owned())
 }
 
 /// A blob: URL of a worker script.
@@ -66,22 +117,41 @@ pub type OnResponse = Rc<dyn Fn(usize, Response)>;
 pub struct Pool {
     /// The blob: URL of the worker loader.
     loader: String,
+    /// Why no worker can start here, once known.
+    refused: Rc<RefCell<Option<String>>>,
     slots: Vec<Slot>,
     on_response: OnResponse,
     max: usize,
 }
 
 impl Pool {
-    /// An empty pool; workers are spawned when first needed.
-    pub fn new(on_response: OnResponse) -> Pool {
+    /// An empty pool; workers are spawned when first needed. `on_refused` is called if
+    /// this browser turns out to refuse workers here (the reason is then `refused`).
+    pub fn new(on_response: OnResponse, on_refused: Rc<dyn Fn()>) -> Pool {
         let cores = dom::window().navigator().hardware_concurrency();
         let max = if cores.is_finite() && cores >= 1.0 {
             cores as usize
         } else {
             2
         };
+        let refused: Rc<RefCell<Option<String>>> = Rc::default();
+        let loader = loader_url().unwrap_or_else(|e| {
+            *refused.borrow_mut() = Some(js_reason(&e));
+            String::new()
+        });
+        if refused.borrow().is_none() {
+            let shared = refused.clone();
+            let told = probe(Rc::new(move |reason| {
+                *shared.borrow_mut() = Some(reason);
+                on_refused();
+            }));
+            if let Err(e) = told {
+                *refused.borrow_mut() = Some(js_reason(&e));
+            }
+        }
         Pool {
-            loader: loader_url().unwrap_or_default(),
+            refused,
+            loader,
             slots: Vec::new(),
             on_response,
             max: max.clamp(1, 16),
@@ -101,7 +171,7 @@ impl Pool {
     /// Starts `n` workers ahead of need (at most the pool's size), so compiling the
     /// worker's wasm happens before the first file arrives, not after.
     pub fn warm(&mut self, n: usize) {
-        while self.slots.len() < n.min(self.max) {
+        while self.refused.borrow().is_none() && self.slots.len() < n.min(self.max) {
             let index = self.slots.len();
             let bridge = self.spawn(index);
             self.slots.push(Slot { bridge, loads: 0 });
@@ -111,6 +181,9 @@ impl Pool {
     /// A worker to load a file: an idle one, else a new one if the pool may grow, else
     /// the least busy one with room in its queue; `None` when every queue is full.
     pub fn free_slot(&mut self) -> Option<usize> {
+        if self.refused.borrow().is_some() {
+            return None;
+        }
         if let Some(i) = self.slots.iter().position(|s| s.loads == 0) {
             return Some(i);
         }
@@ -151,6 +224,11 @@ impl Pool {
             let bridge = self.spawn(index);
             self.slots[index] = Slot { bridge, loads: 0 };
         }
+    }
+
+    /// Why no worker can start here, once known.
+    pub fn refused(&self) -> Option<String> {
+        self.refused.borrow().clone()
     }
 
     /// Workers running.

@@ -13,6 +13,7 @@
 pub mod keys;
 pub mod names;
 pub mod requests;
+pub mod timeline_asks;
 pub mod url;
 pub mod window;
 
