@@ -140,6 +140,13 @@ impl App {
 
     /// Queues named sources for loading.
     pub fn add_sources(&mut self, sources: Vec<(String, Source)>) {
+        // A fleet report file is not a rank: it shows the fleet without the snapshots.
+        let (reports, sources): (Vec<_>, Vec<_>) = sources
+            .into_iter()
+            .partition(|(name, _)| crate::fleet::is_report_file(name));
+        for (name, source) in reports {
+            crate::fleet::open_report(self, name, source);
+        }
         if sources.is_empty() {
             return;
         }

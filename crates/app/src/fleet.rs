@@ -1,9 +1,12 @@
 //! The fleet view: every loaded rank at once, next to the single-rank workspace.
 //!
-//! Each rank's worker sends its report (`FleetRequest::Report`: overview figures,
-//! anomalies, phases) once the rank is loaded; the page combines them with
-//! `memscope_fleet::FleetReport` — the same code `memscope ranks` and `memscope
-//! anomalies` run — and shows:
+//! Each rank's worker sends its record (`FleetRequest::Report`: a
+//! `memscope_report::RankEntry`, what `memscope report` writes — overview figures,
+//! anomalies, phases, the heatmap row on the rank's own span, the call-site table for
+//! compare) once the rank is loaded, and the page keeps it for every rank; a report
+//! file opened in the page ([`filed`]) gives the same records without the snapshots.
+//! The page combines them with `memscope_fleet::FleetReport` — the same code `memscope
+//! ranks` and `memscope anomalies` run — and shows:
 //!
 //! - [`overview`]: per rank peaks, allocated at the snapshot, events, OOMs, as a
 //!   sortable bar chart with outlier ranks flagged;
@@ -24,22 +27,26 @@
 mod anomalies;
 mod compare;
 mod draw;
+mod filed;
 mod grid;
 mod heat;
 mod lanes;
 mod overview;
 
 pub use compare::figure as compare_figure;
+pub use filed::{is_report_file, open as open_report};
 pub use grid::figure as grid_figure;
 pub use heat::figure as heat_figure;
 pub use overview::figure as overview_figure;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
-use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
+use memscope_fleet::{FleetReport, RankFacts, RankId, Thresholds};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
+use memscope_report::RankEntry;
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
@@ -54,8 +61,13 @@ const SELECTION_CHIPS: usize = 40;
 /// Everything the fleet view knows.
 #[derive(Default)]
 pub struct Fleet {
-    /// Reports received, by rank key (one per device).
-    reports: BTreeMap<u32, Vec<RankReport>>,
+    /// Records received from the workers, by rank key (one per device): kept for every
+    /// rank read.
+    reports: BTreeMap<u32, Vec<Rc<RankEntry>>>,
+    /// The ranks of a report file opened in the page.
+    filed: Option<filed::Filed>,
+    /// A rank of the report file whose snapshot was asked for: shown once it reports.
+    waiting: Option<filed::Waiting>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
     /// Whether the Fleet view (not the Rank view) is shown.
@@ -89,15 +101,29 @@ impl Fleet {
 pub struct Combined {
     /// Overview, anomalies and phase lanes.
     pub report: FleetReport,
-    /// The (rank key, device) of each row of `report.overview`.
+    /// The (rank key, device) of each row of `report.overview`: a loaded rank's key, or
+    /// [`filed::KEY_BASE`] and up for a rank of a report file.
     pub who: Vec<(u32, i32)>,
     /// The facts of each row.
     pub facts: Vec<RankFacts>,
+    /// The record of each row (heatmap row and call-site table for when no worker
+    /// holds the rank).
+    pub entries: Vec<Rc<RankEntry>>,
     /// Paths of the files that could not be read.
     pub failed: Vec<String>,
+    /// Row labels that differ from `RankId::display`: ranks of different runs that
+    /// share a rank number are told apart by their run.
+    labels: BTreeMap<RankId, String>,
 }
 
 impl Combined {
+    /// The label of a row for people: `rank 3`, or the file name (and device); with the
+    /// run (`tp2_pp4 · rank 0`) when ranks of several runs share the same label
+    /// ([`memscope_fleet::row_labels`], as `memscope plot` labels them).
+    pub fn label(&self, id: &RankId) -> String {
+        self.labels.get(id).cloned().unwrap_or_else(|| id.display())
+    }
+
     /// The row of a rank id.
     pub fn row_of(&self, id: &RankId) -> Option<usize> {
         self.facts.iter().position(|f| &f.figures.id == id)
@@ -192,6 +218,10 @@ struct Selection {
 
 /// Shows a target on the Rank view: activates the rank, zooms, selects.
 pub fn focus(app: &mut App, target: Target) {
+    if target.key >= filed::KEY_BASE {
+        filed::focus(app, target);
+        return;
+    }
     set_view(app, false);
     app.activate(target.key, target.device, true);
     if app.active != Some((target.key, target.device)) {
@@ -306,11 +336,19 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
         // Unless the rank is gone, or read again by another worker (asked in turn).
         if app.slot_of(rank_key) == Some(slot) {
             let path = path_of(app, rank_key);
+            let file_bytes =
+                app.ranks
+                    .iter()
+                    .find(|r| r.key == rank_key)
+                    .and_then(|r| match &r.source {
+                        Some(Source::File(f)) => Some(f.size() as u64),
+                        _ => None,
+                    });
             app.pool.send(
                 slot,
                 Request::Fleet {
                     rank_key,
-                    request: FleetRequest::Report { path },
+                    request: FleetRequest::Report { path, file_bytes },
                 },
             );
         }
@@ -321,10 +359,13 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
 /// A worker answered.
 pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
     match response {
-        FleetResponse::Report(reports) => {
-            app.fleet.reports.insert(rank_key, reports);
+        FleetResponse::Report(entries) => {
+            app.fleet
+                .reports
+                .insert(rank_key, entries.into_iter().map(Rc::new).collect());
             app.fleet.signature.clear();
             refresh_soon(app);
+            filed::on_reported(app, rank_key);
             if app.active.is_some_and(|(k, _)| k == rank_key) {
                 lanes::render_rank_lane(app);
             }
@@ -341,7 +382,10 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 
 /// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
 pub fn on_ranks_changed(app: &mut App) {
-    dom::show(&by_id("view-switch"), !app.ranks.is_empty());
+    dom::show(
+        &by_id("view-switch"),
+        !app.ranks.is_empty() || app.fleet.filed.is_some(),
+    );
     refresh_soon(app);
     update_status(app);
 }
@@ -386,9 +430,11 @@ fn state_code(state: &RankState) -> u8 {
 /// Recombines the reports and redraws the fleet panels if anything changed.
 /// What the combined reports are made from: (rank key, state) of every rank.
 fn signature(app: &App) -> Vec<(u32, u8)> {
+    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, 2));
     app.ranks
         .iter()
         .map(|r| (r.key, state_code(&r.state)))
+        .chain(filed)
         .collect()
 }
 
@@ -398,16 +444,20 @@ fn refresh(app: &mut App) {
         return;
     }
     app.fleet.signature = signature;
-    let mut reports = Vec::new();
+    let mut entries: Vec<Rc<RankEntry>> = Vec::new();
     let mut who = Vec::new();
     for r in &app.ranks {
         if !matches!(r.state, RankState::Ready(_)) {
             continue;
         }
-        for report in app.fleet.reports.get(&r.key).into_iter().flatten() {
-            who.push((r.key, report.facts.figures.id.device));
-            reports.push(report.clone());
+        for entry in app.fleet.reports.get(&r.key).into_iter().flatten() {
+            who.push((r.key, entry.report.facts.figures.id.device));
+            entries.push(Rc::clone(entry));
         }
+    }
+    for (key, entry) in filed::shown(app) {
+        who.push((key, entry.report.facts.figures.id.device));
+        entries.push(entry);
     }
     let failed: Vec<String> = app
         .ranks
@@ -421,14 +471,23 @@ fn refresh(app: &mut App) {
                 .unwrap_or_else(|| given_path(r))
         })
         .collect();
-    let facts: Vec<RankFacts> = reports.iter().map(|r| r.facts.clone()).collect();
-    set_labels(&facts);
-    let report = FleetReport::new(reports, &Thresholds::default());
+    let failed = failed
+        .into_iter()
+        .chain(filed::failed(app))
+        .collect::<Vec<_>>();
+    let facts: Vec<RankFacts> = entries.iter().map(|e| e.report.facts.clone()).collect();
+    let labels = labels(&facts);
+    let report = FleetReport::new(
+        entries.iter().map(|e| e.report.clone()).collect(),
+        &Thresholds::default(),
+    );
     app.fleet.combined = Some(Combined {
         report,
         who,
         facts,
+        entries,
         failed,
+        labels,
     });
     // The panels are drawn when they are seen.
     if app.fleet.shown {
@@ -465,7 +524,7 @@ fn all_reported(app: &App) -> bool {
 /// combined yet), `ready` (every panel's data made from every loaded rank; the panels
 /// are drawn whenever the view is shown).
 fn update_status(app: &App) {
-    let status = if app.ranks.is_empty() {
+    let status = if app.ranks.is_empty() && app.fleet.filed.is_none() {
         "empty"
     } else if !all_reported(app)
         || !app.fleet.heat.settled()
@@ -479,7 +538,7 @@ fn update_status(app: &App) {
 }
 
 /// Shows the Fleet view (`true`) or the Rank view.
-fn set_view(app: &mut App, fleet: bool) {
+pub fn set_view(app: &mut App, fleet: bool) {
     if app.fleet.shown == fleet {
         return;
     }
@@ -688,6 +747,7 @@ pub fn wire(app: &Shared) {
     }
     heat::wire(app);
     lanes::wire(app);
+    filed::wire(app);
     {
         let app = app.clone();
         on(&dom::window(), "resize", move |_: Event| {
@@ -759,30 +819,21 @@ fn sort_header(label: &str, action: &str, col: &str, sorted: Option<bool>) -> Ht
     th
 }
 
-thread_local! {
-    /// Row labels that differ from `RankId::display`: ranks of different runs that share
-    /// a rank number are told apart by their run (set by [`refresh`]).
-    static LABELS: std::cell::RefCell<BTreeMap<RankId, String>> =
-        const { std::cell::RefCell::new(BTreeMap::new()) };
-}
-
-/// The label of a row for people: `rank 3`, or the file name (and device); with the run
-/// (`tp2_pp4 · rank 0`) when ranks of several runs share the same label.
-fn who_label(id: &RankId) -> String {
-    LABELS
-        .with(|l| l.borrow().get(id).cloned())
-        .unwrap_or_else(|| id.display())
-}
-
-/// Gives the rows that share a label their run's name as a prefix
-/// ([`memscope_fleet::row_labels`], as `memscope plot` labels them).
-fn set_labels(facts: &[RankFacts]) {
+/// The labels of rows that differ from `RankId::display` ([`Combined::label`]).
+fn labels(facts: &[RankFacts]) -> BTreeMap<RankId, String> {
     let ids: Vec<&RankId> = facts.iter().map(|f| &f.figures.id).collect();
-    let labels = memscope_fleet::row_labels(&ids)
+    memscope_fleet::row_labels(&ids)
         .into_iter()
         .zip(&ids)
         .filter(|(label, id)| *label != id.display())
         .map(|(label, id)| ((*id).clone(), label))
-        .collect();
-    LABELS.with(|l| *l.borrow_mut() = labels);
+        .collect()
+}
+
+/// The label of a row for people ([`Combined::label`]).
+fn who_label(app: &App, id: &RankId) -> String {
+    app.fleet
+        .combined
+        .as_ref()
+        .map_or_else(|| id.display(), |c| c.label(id))
 }

@@ -3,7 +3,10 @@
 //!
 //! The page picks the axis every rank shares (`Axis::for_ranks`: the span of every
 //! rank's `time_us`, or entry order when some rank has none) and asks each worker for
-//! its rows on it; the bins come back as transferred arrays. A click on a cell opens
+//! its rows on it; the bins come back as transferred arrays. A rank no worker holds
+//! (from a report file) gives the row of its record, made on its own span in
+//! `memscope_report::HEAT_BINS` bins and put on the shared axis (`HeatRow::rebin`:
+//! no peak lost, a peak may look up to one bin wider); the note says how many. A click on a cell opens
 //! that rank's timeline zoomed to that moment, with the moment set there.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,6 +39,10 @@ struct Asked {
     axis: Axis,
     site_key: Option<String>,
     keys: Vec<u32>,
+    /// Rows taken from the ranks' records (no worker holds them).
+    from_records: usize,
+    /// Of those, rows left blank: a call site's rows need the snapshot.
+    blank: usize,
 }
 
 /// The heatmap's state.
@@ -86,8 +93,26 @@ pub fn maybe_request(app: &mut App) {
     {
         return;
     }
-    let id = app.fleet.next_id();
     let mut pending = BTreeSet::new();
+    let mut recorded: BTreeMap<u32, Vec<HeatRow>> = BTreeMap::new();
+    let (mut from_records, mut blank) = (0, 0);
+    for (i, &(key, _)) in c.who.iter().enumerate() {
+        if app.slot_of(key).is_some() {
+            continue;
+        }
+        let entry = &c.entries[i];
+        let row = match &site_key {
+            None => entry.heat.rebin(&entry.heat_axis, &axis),
+            Some(_) => None,
+        };
+        from_records += 1;
+        if row.is_none() {
+            blank += 1;
+        }
+        // A blank row is filled in as "not recorded" when the map is assembled.
+        recorded.entry(key).or_default().extend(row);
+    }
+    let id = app.fleet.next_id();
     for &key in &keys {
         let Some(slot) = app.slot_of(key) else {
             continue;
@@ -111,10 +136,16 @@ pub fn maybe_request(app: &mut App) {
         axis,
         site_key,
         keys,
+        from_records,
+        blank,
     });
     h.pending = pending;
-    h.rows.clear();
-    render_note(app);
+    h.rows = recorded;
+    if h.pending.is_empty() {
+        assemble(app);
+    } else {
+        render_note(app);
+    }
 }
 
 /// A worker sent its rows.
@@ -135,9 +166,17 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
         .collect();
     h.rows.insert(rank_key, rows);
     h.pending.remove(&rank_key);
-    if !h.pending.is_empty() {
-        return;
+    if h.pending.is_empty() {
+        assemble(app);
     }
+}
+
+/// Every row is in: the heatmap in overview order, drawn.
+fn assemble(app: &mut App) {
+    let h = &mut app.fleet.heat;
+    let Some(asked) = &h.asked else {
+        return;
+    };
     let axis = asked.axis;
     let Some(c) = &app.fleet.combined else {
         return;
@@ -170,6 +209,11 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
     ));
     render(app);
     super::lanes::render(app);
+}
+
+/// `1 row` / `3 rows`.
+fn app_plural(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", n, if n == 1 { one } else { many })
 }
 
 /// Restricts the heatmap to a call site (or shows all allocations).
@@ -269,10 +313,23 @@ fn render_note(app: &App) {
     } else {
         " (updating…)"
     };
+    let records = match (asked.from_records, asked.blank) {
+        (0, _) => String::new(),
+        (n, 0) => format!(
+            " {} from the report file: made on the rank's own span in {} bins and put on \
+             this axis, so a peak may look up to one bin wider.",
+            app_plural(n, "row comes", "rows come"),
+            memscope_report::HEAT_BINS
+        ),
+        (_, blank) => format!(
+            " {} from the report file left blank: a call site's rows need the snapshot.",
+            app_plural(blank, "row", "rows")
+        ),
+    };
     note.set_text_content(Some(&format!(
         "{axis} colour: the most bytes held by {what} in each of {} bins; blank where the \
          rank recorded nothing. ▲ marks a rank with a leak suspect: its floor rises, \
-         iteration after iteration. Click a cell to open that rank at that moment.{loading}",
+         iteration after iteration. Click a cell to open that rank at that moment.{records}{loading}",
         asked.axis.bins
     )));
 }
@@ -329,7 +386,7 @@ pub fn render(app: &App) {
             "data-floor-rise-bytes",
             &row.floor_rise_bytes.to_string(),
         );
-        let button = el_text("button", "heat-name", &who_label(&row.id));
+        let button = el_text("button", "heat-name", &who_label(app, &row.id));
         attr(&button, "type", "button");
         attr(&button, "data-action", "focus-rank");
         attr(&button, "data-key", &who[i].0.to_string());
@@ -337,7 +394,7 @@ pub fn render(app: &App) {
         attr(&button, "data-row", &i.to_string());
         let mut title = format!(
             "{}: at most {}; floor {} {} from the first quarter to the last",
-            who_label(&row.id),
+            who_label(app, &row.id),
             format_bytes(row.max_bytes),
             if row.floor_rise_bytes >= 0 {
                 "rises by"
@@ -439,7 +496,7 @@ pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
         .shown
         .as_ref()
         .filter(|(_, who)| Some(who) == current)?;
-    let labels: Vec<String> = map.rows.iter().map(|r| who_label(&r.id)).collect();
+    let labels: Vec<String> = map.rows.iter().map(|r| who_label(app, &r.id)).collect();
     Some(memscope_figures::heatmap::svg(map, &labels, style, size))
 }
 
@@ -473,7 +530,7 @@ pub fn wire(app: &Shared) {
             };
             let r = &map.rows[row];
             let start = map.axis.bin_start(bin);
-            let mut lines = vec![who_label(&r.id)];
+            let mut lines = vec![who_label(&app, &r.id)];
             match map.axis.kind {
                 AxisKind::TimeUs => {
                     lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
@@ -557,6 +614,6 @@ fn target_at(app: &App, e: &MouseEvent) -> Option<Target> {
         moment: Some(moment),
         ids: Vec::new(),
         total_ids: 0,
-        label: who_label(&map.rows[row].id),
+        label: who_label(app, &map.rows[row].id),
     })
 }

@@ -172,13 +172,13 @@ pub fn render(app: &App) {
         );
         attr(&li, "data-count", &list.phases.len().to_string());
         attr(&li, "data-shown", &shown.to_string());
-        let name = el_text("span", "heat-name", &who_label(id));
+        let name = el_text("span", "heat-name", &who_label(app, id));
         attr(
             &name,
             "title",
             &format!(
                 "{}: {} phases ({} drawn here)",
-                who_label(id),
+                who_label(app, id),
                 format_count(list.phases.len() as u64),
                 format_count(shown as u64)
             ),
@@ -303,7 +303,7 @@ pub fn wire(app: &Shared) {
             let Some(p) = list.phases.get(k) else { return };
             hover.set_text_content(Some(&format!(
                 "{}\n{}",
-                who_label(&c.facts[row].figures.id),
+                who_label(&app, &c.facts[row].figures.id),
                 phase_text(p)
             )));
             let Some(plot) = canvas_el.parent_element() else {
@@ -366,8 +366,8 @@ fn active_phases(app: &App) -> Option<&PhaseList> {
         .reports
         .get(&key)?
         .iter()
-        .find(|r| r.facts.figures.id.device == device)
-        .map(|r| &r.phases)
+        .find(|r| r.report.facts.figures.id.device == device)
+        .map(|r| &r.report.phases)
 }
 
 /// Draws the lane above the timeline for the shown device and view.

@@ -125,7 +125,7 @@ pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
         rows: order
             .iter()
             .map(|&i| Bar {
-                label: who_label(&rows[i].figures.id),
+                label: who_label(app, &rows[i].figures.id),
                 value: bar_col.value(&rows[i]),
                 outlier: rows[i].outlier,
             })
@@ -303,7 +303,7 @@ pub fn render(app: &App) {
             "aria-label",
             &format!(
                 "{}: peak allocated {}{}; open its timeline",
-                who_label(&row.figures.id),
+                who_label(app, &row.figures.id),
                 format_bytes(row.figures.peak_allocated_bytes),
                 if row.outlier { ", outlier" } else { "" }
             ),
@@ -311,7 +311,7 @@ pub fn render(app: &App) {
         if row.outlier {
             let _ = tr.class_list().add_1("outlier");
         }
-        let name = el_text("th", "rank-name-cell", &who_label(&row.figures.id));
+        let name = el_text("th", "rank-name-cell", &who_label(app, &row.figures.id));
         attr(&name, "scope", "row");
         attr(&name, "title", &row.figures.id.path);
         // The file name too, unless it only says the rank.
@@ -430,7 +430,7 @@ pub fn on_focus(app: &mut App, target: &Element) {
         .combined
         .as_ref()
         .and_then(|c| data::<usize>(target, "data-row").and_then(|i| c.facts.get(i)))
-        .map(|f| who_label(&f.figures.id))
+        .map(|f| who_label(app, &f.figures.id))
         .unwrap_or_default();
     focus(
         app,
