@@ -68,6 +68,8 @@ pub struct Fleet {
     filed: Option<filed::Filed>,
     /// A rank of the report file whose snapshot was asked for: shown once it reports.
     waiting: Option<filed::Waiting>,
+    /// A rank whose model was dropped, opened from the fleet: shown once read again.
+    reopening: Option<Target>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
     /// Whether the Fleet view (not the Rank view) is shown.
@@ -222,6 +224,13 @@ pub fn focus(app: &mut App, target: Target) {
         filed::focus(app, target);
         return;
     }
+    if crate::memory::is_dropped(app, target.key) {
+        // Its model was dropped: read again, then shown ([`on_reopened`]).
+        let (key, device) = (target.key, target.device);
+        app.fleet.reopening = Some(target);
+        app.activate(key, device, true);
+        return;
+    }
     set_view(app, false);
     app.activate(target.key, target.device, true);
     if app.active != Some((target.key, target.device)) {
@@ -326,13 +335,40 @@ fn path_of(app: &App, key: u32) -> String {
     }
 }
 
-/// A rank finished loading: its worker is asked for its report once it has no more
-/// files to read.
+/// A rank whose model was dropped was read again and opened: shows what the fleet
+/// view opened it for. `false` when it was not opened from the fleet view.
+pub fn on_reopened(app: &mut App, rank_key: u32) -> bool {
+    match app.fleet.reopening.take() {
+        Some(target) if target.key == rank_key => {
+            focus(app, target);
+            true
+        }
+        other => {
+            app.fleet.reopening = other;
+            false
+        }
+    }
+}
+
+/// Whether the model of rank `key` may be dropped: its record is in and no fleet
+/// question waits on its worker.
+pub fn may_drop(app: &App, key: u32) -> bool {
+    app.fleet.reports.contains_key(&key)
+        && !heat::waits_on(app, key)
+        && !compare::waits_on(app, key)
+}
+
+/// A rank finished loading: its worker is asked for its record once it has no more
+/// files to read — at once when the models held are over the memory budget, so that
+/// they can be dropped ([`crate::memory`]). A rank read again (its model had been
+/// dropped) keeps the record it has.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
+    if app.fleet.reports.contains_key(&rank_key) {
+        return;
+    }
     let path = path_of(app, rank_key);
     app.fleet.paths.insert(rank_key, path);
-    app.fleet.reports.remove(&rank_key);
-    app.after_loads(slot, move |app| {
+    let ask = move |app: &mut App| {
         // Unless the rank is gone, or read again by another worker (asked in turn).
         if app.slot_of(rank_key) == Some(slot) {
             let path = path_of(app, rank_key);
@@ -352,7 +388,12 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
                 },
             );
         }
-    });
+    };
+    if crate::memory::over_budget(app) {
+        ask(app);
+    } else {
+        app.after_loads(slot, ask);
+    }
     update_status(app);
 }
 
@@ -366,6 +407,7 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
             app.fleet.signature.clear();
             refresh_soon(app);
             filed::on_reported(app, rank_key);
+            crate::memory::trim(app);
             if app.active.is_some_and(|(k, _)| k == rank_key) {
                 lanes::render_rank_lane(app);
             }
@@ -447,7 +489,8 @@ fn refresh(app: &mut App) {
     let mut entries: Vec<Rc<RankEntry>> = Vec::new();
     let mut who = Vec::new();
     for r in &app.ranks {
-        if !matches!(r.state, RankState::Ready(_)) {
+        // A rank being read again (its model was dropped) keeps its row.
+        if matches!(r.state, RankState::Failed(_)) {
             continue;
         }
         for entry in app.fleet.reports.get(&r.key).into_iter().flatten() {
@@ -514,8 +557,9 @@ fn render_all(app: &mut App) {
 /// Whether every loaded rank has reported and nothing is loading.
 fn all_reported(app: &App) -> bool {
     app.ranks.iter().all(|r| match r.state {
-        RankState::Queued | RankState::Loading { .. } => false,
-        RankState::Ready(_) => app.fleet.reports.contains_key(&r.key),
+        RankState::Queued | RankState::Loading { .. } | RankState::Ready(_) => {
+            app.fleet.reports.contains_key(&r.key)
+        }
         RankState::Failed(_) => true,
     })
 }

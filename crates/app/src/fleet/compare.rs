@@ -685,6 +685,13 @@ pub fn run(app: &mut App) {
     }
 }
 
+/// Whether a comparison on its way waits on rank `key`'s worker.
+pub fn waits_on(app: &App, key: u32) -> bool {
+    app.fleet.compare.run.as_ref().is_some_and(|r| {
+        r.result.is_none() && r.error.is_none() && r.who.iter().any(|w| w.0 == key)
+    })
+}
+
 fn current(app: &mut App, id: u32) -> Option<&mut Run> {
     app.fleet.compare.run.as_mut().filter(|r| r.id == id)
 }

@@ -148,6 +148,11 @@ pub fn maybe_request(app: &mut App) {
     }
 }
 
+/// Whether the heatmap waits on rank `key`'s worker.
+pub fn waits_on(app: &App, key: u32) -> bool {
+    app.fleet.heat.pending.contains(&key)
+}
+
 /// A worker sent its rows.
 pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
     let h = &mut app.fleet.heat;
