@@ -1,10 +1,11 @@
-//! The overview: one row per (rank, device) with its figures and a bar, sortable by
-//! any column; outlier ranks flagged by `memscope_fleet::overview`'s rule. A click (or
-//! Enter) on a row opens that rank's timeline.
+//! The overview: the distribution of the sorted metric over every rank (a histogram,
+//! its outliers named), then one row per (rank, device) with its figures and a bar,
+//! sortable by any column; outlier ranks flagged by `memscope_fleet::overview`'s rule.
+//! A click (or Enter) on a row, or on an outlier's name, opens that rank's timeline.
 
 use memscope_figures::bars::{bar_color, Bar, Bars, Unit};
 use memscope_figures::{Size, Style};
-use memscope_fleet::overview::median_mad;
+use memscope_fleet::overview::{median_mad, Histogram};
 use memscope_fleet::{Metric, OutlierRule, RankRow};
 use memscope_snapshot::units::{format_bytes, format_count};
 use web_sys::{Element, HtmlElement};
@@ -81,6 +82,128 @@ impl Col {
 pub struct State {
     col: Col,
     descending: bool,
+}
+
+/// Bins of the overview's histogram.
+const HISTOGRAM_BINS: usize = 40;
+/// Outliers named under the histogram (the count is always given).
+const OUTLIERS_NAMED: usize = 12;
+
+/// The distribution of the bars' metric over every row, the bins holding an outlier
+/// marked, the outliers named (each opens its rank).
+fn histogram(app: &App, rows: &[RankRow], col: Col, values: &[f64]) -> HtmlElement {
+    let h = Histogram::new(values, HISTOGRAM_BINS);
+    let figure = el("figure", "overview-histogram");
+    attr(&figure, "data-metric", col.name());
+    let most = h.bins.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let is_bytes = !matches!(col, Col::Events | Col::Ooms);
+    let show = |v: f64| {
+        if is_bytes {
+            format_bytes(v.max(0.0) as u64)
+        } else {
+            format_count(v.max(0.0) as u64)
+        }
+    };
+    let plot = el("div", "histogram-bins");
+    attr(&plot, "role", "img");
+    attr(
+        &plot,
+        "aria-label",
+        &format!(
+            "{} of {} ranks, from {} to {}",
+            col.label(),
+            rows.len(),
+            show(h.lo),
+            show(h.hi)
+        ),
+    );
+    for (b, members) in h.bins.iter().enumerate() {
+        let bar = el("div", "histogram-bin");
+        let outliers = members
+            .iter()
+            .filter(|&&i| rows[i as usize].outlier)
+            .count();
+        if outliers > 0 {
+            let _ = bar.class_list().add_1("has-outlier");
+        }
+        attr(&bar, "data-count", &members.len().to_string());
+        style(
+            &bar,
+            "height",
+            &format!("{:.1}%", 100.0 * members.len() as f64 / most as f64),
+        );
+        attr(
+            &bar,
+            "title",
+            &format!(
+                "{} rank{} from {} to {}{}",
+                members.len(),
+                if members.len() == 1 { "" } else { "s" },
+                show(h.edge(b)),
+                show(h.edge(b + 1)),
+                if outliers > 0 {
+                    format!(
+                        ", {outliers} outlier{}",
+                        if outliers == 1 { "" } else { "s" }
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        append(&plot, &bar);
+    }
+    append(&figure, &plot);
+    let caption = el("figcaption", "hint");
+    append(
+        &caption,
+        &el_text(
+            "span",
+            "",
+            &format!("{}: {} … {}.", col.label(), show(h.lo), show(h.hi)),
+        ),
+    );
+    let c = app.fleet.combined.as_ref();
+    let mut outliers: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].outlier).collect();
+    outliers.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    if !outliers.is_empty() {
+        append(
+            &caption,
+            &el_text("span", "", &format!(" Outliers ({}):", outliers.len())),
+        );
+    }
+    for &i in outliers.iter().take(OUTLIERS_NAMED) {
+        let Some((key, device)) = c.and_then(|c| c.who.get(i).copied()) else {
+            continue;
+        };
+        let chip = el_text(
+            "button",
+            "chip outlier-name",
+            &format!(
+                "{} ({})",
+                who_label(app, &rows[i].figures.id),
+                show(values[i])
+            ),
+        );
+        attr(&chip, "type", "button");
+        attr(&chip, "data-action", "focus-rank");
+        attr(&chip, "data-row", &i.to_string());
+        attr(&chip, "data-key", &key.to_string());
+        attr(&chip, "data-device", &device.to_string());
+        append(&caption, &chip);
+    }
+    if outliers.len() > OUTLIERS_NAMED {
+        append(
+            &caption,
+            &el_text(
+                "span",
+                "",
+                &format!("and {} more", outliers.len() - OUTLIERS_NAMED),
+            ),
+        );
+    }
+    append(&figure, &caption);
+    figure
 }
 
 /// The rows in the order shown, and the column the bars show (the rank column shows
@@ -226,6 +349,7 @@ pub fn render(app: &App) {
         ),
     );
     append(&body, &summary);
+    append(&body, &histogram(app, rows, bar_col, &values));
 
     let table = el("table", "fleet-table overview");
     attr(&table, "aria-label", "Ranks");
