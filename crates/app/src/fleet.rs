@@ -818,6 +818,7 @@ fn act(app: &mut App, target: &Element, event: &str) {
         ("anomaly-show", "click") => anomalies::on_show(app, target),
         ("anomaly-heat", "click") => anomalies::on_heat(app, target),
         ("heat-site", "change") => heat::on_site(app, target),
+        ("heat-order", "change") => heat::on_order(app, target),
         ("lanes-name", "change") => lanes::on_name(app, target),
         ("grid-option", "change") => grid::on_option(app, target),
         ("compare-run", "click") => compare::run(app),

@@ -8,12 +8,16 @@
 //! `memscope_report::HEAT_BINS` bins and put on the shared axis (`HeatRow::rebin`:
 //! no peak lost, a peak may look up to one bin wider); the note says how many. A click on a cell opens
 //! that rank's timeline zoomed to that moment, with the moment set there.
+//!
+//! For hundreds of ranks the rows can be sorted by a metric (the highest peak, or the
+//! floor rising most: leaks first) and grouped by the node the names say the rank ran
+//! on (`memscope_fleet::node_of`), each group's first row naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use memscope_figures::heatmap::bin_color;
 use memscope_figures::{Size, Style};
-use memscope_fleet::{AnomalyKind, Axis, AxisKind, HeatRow, Heatmap};
+use memscope_fleet::{node_of, AnomalyKind, Axis, AxisKind, HeatRow, Heatmap};
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, HeatRowData};
 use memscope_protocol::Request;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
@@ -45,9 +49,47 @@ struct Asked {
     blank: usize,
 }
 
+/// How the heatmap's rows are ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowOrder {
+    /// As the overview lists ranks (by rank number).
+    #[default]
+    Rank,
+    /// The highest peak first.
+    Peak,
+    /// The floor rising most first (a leak lifts it).
+    FloorRise,
+}
+
+impl RowOrder {
+    const ALL: [RowOrder; 3] = [RowOrder::Rank, RowOrder::Peak, RowOrder::FloorRise];
+
+    fn name(self) -> &'static str {
+        match self {
+            RowOrder::Rank => "rank",
+            RowOrder::Peak => "peak",
+            RowOrder::FloorRise => "floor-rise",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            RowOrder::Rank => "rank order",
+            RowOrder::Peak => "highest first",
+            RowOrder::FloorRise => "rising floor first",
+        }
+    }
+}
+
 /// The heatmap's state.
 #[derive(Default)]
 pub struct State {
+    /// How rows are ordered.
+    order: RowOrder,
+    /// Rows grouped by node.
+    by_node: bool,
+    /// The combined rows the shown heatmap was made from (its rows may be reordered).
+    made_from: Vec<(u32, i32)>,
     /// Restrict the rows to this call site.
     site_key: Option<String>,
     asked: Option<Asked>,
@@ -204,6 +246,7 @@ fn assemble(app: &mut App) {
         rows.push(row);
     }
     let max_bytes = rows.iter().map(|r| r.max_bytes).max().unwrap_or(0);
+    h.made_from = c.who.clone();
     h.shown = Some((
         Heatmap {
             axis,
@@ -212,8 +255,61 @@ fn assemble(app: &mut App) {
         },
         c.who.clone(),
     ));
+    reorder(h);
     render(app);
     super::lanes::render(app);
+}
+
+/// Puts the shown rows in the chosen order: by node first when grouped, then by the
+/// metric, then as the overview lists them.
+fn reorder(h: &mut State) {
+    let (order, by_node) = (h.order, h.by_node);
+    let position: BTreeMap<(u32, i32), usize> = h
+        .made_from
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (*w, i))
+        .collect();
+    let Some((map, who)) = h.shown.as_mut() else {
+        return;
+    };
+    let mut perm: Vec<usize> = (0..map.rows.len()).collect();
+    let nodes: Vec<Option<String>> = map.rows.iter().map(|r| node_of(&r.id)).collect();
+    perm.sort_by(|&a, &b| {
+        let group = if by_node {
+            // Rows without a node after the others.
+            (nodes[a].is_none(), &nodes[a]).cmp(&(nodes[b].is_none(), &nodes[b]))
+        } else {
+            std::cmp::Ordering::Equal
+        };
+        let metric = match order {
+            RowOrder::Rank => std::cmp::Ordering::Equal,
+            RowOrder::Peak => map.rows[b].max_bytes.cmp(&map.rows[a].max_bytes),
+            RowOrder::FloorRise => map.rows[b]
+                .floor_rise_bytes
+                .cmp(&map.rows[a].floor_rise_bytes),
+        };
+        let listed = |i: usize| position.get(&who[i]).copied().unwrap_or(usize::MAX);
+        group.then(metric).then(listed(a).cmp(&listed(b)))
+    });
+    map.rows = perm.iter().map(|&i| map.rows[i].clone()).collect();
+    *who = perm.iter().map(|&i| who[i]).collect();
+}
+
+/// The row order or the grouping changed.
+pub fn on_order(app: &mut App, target: &Element) {
+    let h = &mut app.fleet.heat;
+    if let Some(select) = target.dyn_ref::<HtmlSelectElement>() {
+        let value = select.value();
+        h.order = RowOrder::ALL
+            .into_iter()
+            .find(|o| o.name() == value)
+            .unwrap_or_default();
+    } else if let Some(input) = target.dyn_ref::<web_sys::HtmlInputElement>() {
+        h.by_node = input.checked();
+    }
+    reorder(h);
+    render(app);
 }
 
 /// `1 row` / `3 rows`.
@@ -240,6 +336,31 @@ pub fn on_site(app: &mut App, target: &Element) {
 /// Fills the call-site menu: all allocations, the anomalies' sites, then the sites
 /// holding the most at the ranks' peaks.
 pub fn render_controls(app: &App) {
+    let sort: HtmlSelectElement = by_id("heat-sort");
+    clear(&sort);
+    for o in RowOrder::ALL {
+        let option = el_text("option", "", o.label());
+        attr(&option, "value", o.name());
+        append(&sort, &option);
+    }
+    sort.set_value(app.fleet.heat.order.name());
+    let group: web_sys::HtmlInputElement = by_id("heat-group");
+    let any_node = app
+        .fleet
+        .combined
+        .as_ref()
+        .is_some_and(|c| c.facts.iter().any(|f| node_of(&f.figures.id).is_some()));
+    group.set_disabled(!any_node);
+    group.set_checked(app.fleet.heat.by_node);
+    attr(
+        &group,
+        "title",
+        if any_node {
+            "Group the rows by the node (folder, or node…/host… in the file name) each rank ran on"
+        } else {
+            "No rank's name says which node it ran on (a folder, or node…/host… in the file name)"
+        },
+    );
     let select: HtmlSelectElement = by_id("heat-site");
     clear(&select);
     let all = el_text("option", "", "All allocations");
@@ -369,14 +490,30 @@ pub fn render(app: &App) {
         .heat
         .shown
         .as_ref()
-        .filter(|(_, who)| Some(who) == current)
+        .filter(|_| Some(&app.fleet.heat.made_from) == current)
     else {
         clear(&axis_el);
         let _ = draw::context(&canvas, 0.0);
         return;
     };
+    let by_node = app.fleet.heat.by_node;
+    let mut group_starts = Vec::new();
+    let mut previous: Option<Option<String>> = None;
     for (i, row) in map.rows.iter().enumerate() {
         let li = el("li", "heat-label");
+        if by_node {
+            let node = node_of(&row.id);
+            if previous.as_ref() != Some(&node) {
+                let _ = li.class_list().add_1("group-start");
+                let name = node
+                    .clone()
+                    .unwrap_or_else(|| "no node in the name".to_owned());
+                attr(&li, "data-group", &name);
+                append(&li, &el_text("span", "heat-group", &name));
+                group_starts.push(i);
+            }
+            previous = Some(node);
+        }
         attr(&li, "data-key", &who[i].0.to_string());
         attr(&li, "data-device", &who[i].1.to_string());
         attr(&li, "data-file", &row.id.file);
@@ -487,6 +624,11 @@ pub fn render(app: &App) {
     ctx.set_fill_style_str("rgba(127, 127, 127, 0.35)");
     for r in 1..map.rows.len() {
         ctx.fill_rect(0.0, r as f64 * ROW_PX - 0.5, width, 1.0);
+    }
+    // A stronger line where a node's rows start.
+    ctx.set_fill_style_str("rgba(127, 127, 127, 0.9)");
+    for &r in group_starts.iter().filter(|&&r| r > 0) {
+        ctx.fill_rect(0.0, r as f64 * ROW_PX - 1.0, width, 2.0);
     }
     let span = (map.axis.end - map.axis.start) as f64;
     draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
