@@ -682,30 +682,6 @@ pub fn wire(app: &Shared) {
             set_view(&mut app.borrow_mut(), fleet)
         });
     }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("view-switch"),
-            "keydown",
-            move |e: KeyboardEvent| {
-                if !matches!(
-                    e.key().as_str(),
-                    "ArrowLeft" | "ArrowRight" | "Home" | "End"
-                ) {
-                    return;
-                }
-                e.prevent_default();
-                let fleet = match e.key().as_str() {
-                    "Home" => false,
-                    "End" => true,
-                    _ => !app.borrow().fleet.shown,
-                };
-                set_view(&mut app.borrow_mut(), fleet);
-                let id = if fleet { "view-fleet" } else { "view-rank" };
-                let _ = by_id::<HtmlElement>(id).focus();
-            },
-        );
-    }
     let root: HtmlElement = by_id("fleet");
     {
         let app = app.clone();
@@ -713,23 +689,6 @@ pub fn wire(app: &Shared) {
             if let Some(target) = action_target(&e) {
                 act(&mut app.borrow_mut(), &target, "click");
             }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&root, "keydown", move |e: KeyboardEvent| {
-            if e.key() != "Enter" && e.key() != " " {
-                return;
-            }
-            let Some(target) = action_target(&e) else {
-                return;
-            };
-            // Buttons and form controls handle their own keys.
-            if matches!(target.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT") {
-                return;
-            }
-            e.prevent_default();
-            act(&mut app.borrow_mut(), &target, "click");
         });
     }
     {
@@ -781,13 +740,7 @@ pub fn wire(app: &Shared) {
                 set_view(&mut app.borrow_mut(), false);
             }
         };
-        let on_key = show_rank.clone();
         on(&ranks, "click", move |e: MouseEvent| show_rank(&e));
-        on(&ranks, "keydown", move |e: KeyboardEvent| {
-            if e.key() == "Enter" || e.key() == " " {
-                on_key(&e);
-            }
-        });
     }
     heat::wire(app);
     lanes::wire(app);
@@ -805,6 +758,57 @@ pub fn wire(app: &Shared) {
             }
         });
     }
+}
+
+/// A key pressed anywhere (the document's router, `crate::input`): the view switch's
+/// arrows, Enter or Space on a fleet element naming an action, Enter or Space on a
+/// device of the rank list (which shows the Rank view). Whether the key was used up.
+pub fn on_key(app: &mut App, e: &KeyboardEvent) -> bool {
+    let Some(el) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
+        return false;
+    };
+    let within = |selector: &str| el.closest(selector).ok().flatten().is_some();
+    let key = e.key();
+    if within("#view-switch") {
+        let fleet = match key.as_str() {
+            "Home" => false,
+            "End" => true,
+            "ArrowLeft" | "ArrowRight" => !app.fleet.shown,
+            _ => return false,
+        };
+        e.prevent_default();
+        set_view(app, fleet);
+        let id = if fleet { "view-fleet" } else { "view-rank" };
+        let _ = by_id::<HtmlElement>(id).focus();
+        return true;
+    }
+    if key != "Enter" && key != " " {
+        return false;
+    }
+    if within("#fleet") {
+        let Some(target) = action_target(e) else {
+            return false;
+        };
+        // Buttons and form controls handle their own keys.
+        if matches!(target.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT") {
+            return false;
+        }
+        e.prevent_default();
+        act(app, &target, "click");
+        return true;
+    }
+    if within("#ranks .device") {
+        // The rank list opens the device itself; the fleet only shows the Rank view.
+        set_view(app, false);
+    }
+    false
+}
+
+/// The pointer moved over the page (the window's router, `crate::input`): the fleet
+/// canvases' readouts.
+pub fn on_hover(app: &App, e: &MouseEvent) {
+    heat::on_hover(app, e);
+    lanes::on_hover(app, e);
 }
 
 /// Runs the action an element names (`event` is `click` or `change`).

@@ -662,44 +662,47 @@ fn cell_at(app: &App, e: &MouseEvent) -> Option<(usize, u32)> {
     (row < map.rows.len()).then_some((row, bin.min(map.axis.bins - 1)))
 }
 
-/// Hover readout and click-to-open on the canvas.
+/// The pointer moved over the page (the window's router, `crate::input`): the readout
+/// of the cell under it, if it is over the heatmap.
+pub fn on_hover(app: &App, e: &MouseEvent) {
+    let over = e
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|t| t.id() == "heat-canvas");
+    if !over {
+        return;
+    }
+    let hover: HtmlElement = by_id("heat-hover");
+    let Some(((map, _), (row, bin))) = app.fleet.heat.shown.as_ref().zip(cell_at(app, e)) else {
+        dom::show(&hover, false);
+        return;
+    };
+    let r = &map.rows[row];
+    let start = map.axis.bin_start(bin);
+    let mut lines = vec![who_label(app, &r.id)];
+    match map.axis.kind {
+        AxisKind::TimeUs => {
+            lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
+            lines.push(draw::clock(start as f64));
+        }
+        AxisKind::Events => lines.push(format!("entry #{}", format_count(start.max(0) as u64))),
+    }
+    lines.push(match r.values.get(bin as usize).copied().flatten() {
+        Some(v) => format!("{} allocated at most", format_bytes(v)),
+        None => "nothing recorded".to_owned(),
+    });
+    hover.set_text_content(Some(&lines.join("\n")));
+    dom::show_tooltip(
+        &hover,
+        &canvas_parent(),
+        f64::from(e.client_x()),
+        f64::from(e.client_y()),
+    );
+}
+
+/// Click-to-open on the canvas (its hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
     let canvas: HtmlCanvasElement = by_id("heat-canvas");
-    {
-        let app = app.clone();
-        on(&canvas, "mousemove", move |e: MouseEvent| {
-            let app = app.borrow();
-            let hover: HtmlElement = by_id("heat-hover");
-            let Some(((map, _), (row, bin))) = app.fleet.heat.shown.as_ref().zip(cell_at(&app, &e))
-            else {
-                dom::show(&hover, false);
-                return;
-            };
-            let r = &map.rows[row];
-            let start = map.axis.bin_start(bin);
-            let mut lines = vec![who_label(&app, &r.id)];
-            match map.axis.kind {
-                AxisKind::TimeUs => {
-                    lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
-                    lines.push(draw::clock(start as f64));
-                }
-                AxisKind::Events => {
-                    lines.push(format!("entry #{}", format_count(start.max(0) as u64)))
-                }
-            }
-            lines.push(match r.values.get(bin as usize).copied().flatten() {
-                Some(v) => format!("{} allocated at most", format_bytes(v)),
-                None => "nothing recorded".to_owned(),
-            });
-            hover.set_text_content(Some(&lines.join("\n")));
-            dom::show_tooltip(
-                &hover,
-                &canvas_parent(),
-                f64::from(e.client_x()),
-                f64::from(e.client_y()),
-            );
-        });
-    }
     on(&canvas, "mouseleave", move |_: MouseEvent| {
         dom::show(&by_id::<HtmlElement>("heat-hover"), false);
     });
