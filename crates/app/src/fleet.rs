@@ -72,8 +72,6 @@ pub struct Fleet {
     reopening: Option<Target>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
-    /// Whether the Fleet view (not the Rank view) is shown.
-    shown: bool,
     /// The reports combined, in rank order.
     combined: Option<Combined>,
     /// `combined` changed while the view was hidden: its panels are out of date.
@@ -82,7 +80,6 @@ pub struct Fleet {
     signature: Vec<(u32, u8)>,
     /// Request numbers for heatmap and compare questions.
     next_id: u32,
-    overview: overview::State,
     heat: heat::State,
     lanes: lanes::State,
     compare: compare::State,
@@ -533,7 +530,7 @@ fn refresh(app: &mut App) {
         labels,
     });
     // The panels are drawn when they are seen.
-    if app.fleet.shown {
+    if app.page.fleet.shown {
         render_all(app);
     } else {
         app.fleet.panels_stale = true;
@@ -583,10 +580,10 @@ fn update_status(app: &App) {
 
 /// Shows the Fleet view (`true`) or the Rank view.
 pub fn set_view(app: &mut App, fleet: bool) {
-    if app.fleet.shown == fleet {
+    use memscope_page::fleet::{update, FleetMsg, Redraw};
+    if update(&mut app.page.fleet, FleetMsg::Show(fleet)) == Redraw::Nothing {
         return;
     }
-    app.fleet.shown = fleet;
     let switch: HtmlElement = by_id("view-switch");
     if let Some(view) = switch.parent_element() {
         attr(&view, "data-view", if fleet { "fleet" } else { "rank" });
@@ -749,7 +746,7 @@ pub fn wire(app: &Shared) {
         let app = app.clone();
         on(&dom::window(), "resize", move |_: Event| {
             let mut app = app.borrow_mut();
-            if app.fleet.shown {
+            if app.page.fleet.shown {
                 heat::render(&app);
                 lanes::render(&app);
                 compare::render_curves(&app);
@@ -773,7 +770,7 @@ pub fn on_key(app: &mut App, e: &KeyboardEvent) -> bool {
         let fleet = match key.as_str() {
             "Home" => false,
             "End" => true,
-            "ArrowLeft" | "ArrowRight" => !app.fleet.shown,
+            "ArrowLeft" | "ArrowRight" => !app.page.fleet.shown,
             _ => return false,
         };
         e.prevent_default();

@@ -24,6 +24,8 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
 
+use memscope_page::fleet::{update, FleetMsg, FleetView, Redraw, RowOrder};
+
 use super::draw;
 use super::{all_reported, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
@@ -49,49 +51,11 @@ struct Asked {
     blank: usize,
 }
 
-/// How the heatmap's rows are ordered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RowOrder {
-    /// As the overview lists ranks (by rank number).
-    #[default]
-    Rank,
-    /// The highest peak first.
-    Peak,
-    /// The floor rising most first (a leak lifts it).
-    FloorRise,
-}
-
-impl RowOrder {
-    const ALL: [RowOrder; 3] = [RowOrder::Rank, RowOrder::Peak, RowOrder::FloorRise];
-
-    fn name(self) -> &'static str {
-        match self {
-            RowOrder::Rank => "rank",
-            RowOrder::Peak => "peak",
-            RowOrder::FloorRise => "floor-rise",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            RowOrder::Rank => "rank order",
-            RowOrder::Peak => "highest first",
-            RowOrder::FloorRise => "rising floor first",
-        }
-    }
-}
-
 /// The heatmap's state.
 #[derive(Default)]
 pub struct State {
-    /// How rows are ordered.
-    order: RowOrder,
-    /// Rows grouped by node.
-    by_node: bool,
     /// The combined rows the shown heatmap was made from (its rows may be reordered).
     made_from: Vec<(u32, i32)>,
-    /// Restrict the rows to this call site.
-    site_key: Option<String>,
     asked: Option<Asked>,
     /// Ranks that have not answered the last question yet.
     pending: BTreeSet<u32>,
@@ -125,7 +89,7 @@ pub fn maybe_request(app: &mut App) {
     let axis = Axis::for_ranks(&c.facts, BINS);
     let mut keys: Vec<u32> = c.who.iter().map(|w| w.0).collect();
     keys.dedup();
-    let site_key = app.fleet.heat.site_key.clone();
+    let site_key = app.page.fleet.site_key.clone();
     if app
         .fleet
         .heat
@@ -255,15 +219,15 @@ fn assemble(app: &mut App) {
         },
         c.who.clone(),
     ));
-    reorder(h);
+    reorder(h, &app.page.fleet);
     render(app);
     super::lanes::render(app);
 }
 
 /// Puts the shown rows in the chosen order: by node first when grouped, then by the
 /// metric, then as the overview lists them.
-fn reorder(h: &mut State) {
-    let (order, by_node) = (h.order, h.by_node);
+fn reorder(h: &mut State, view: &FleetView) {
+    let (order, by_node) = (view.rows, view.by_node);
     let position: BTreeMap<(u32, i32), usize> = h
         .made_from
         .iter()
@@ -298,18 +262,17 @@ fn reorder(h: &mut State) {
 
 /// The row order or the grouping changed.
 pub fn on_order(app: &mut App, target: &Element) {
-    let h = &mut app.fleet.heat;
-    if let Some(select) = target.dyn_ref::<HtmlSelectElement>() {
-        let value = select.value();
-        h.order = RowOrder::ALL
-            .into_iter()
-            .find(|o| o.name() == value)
-            .unwrap_or_default();
+    let msg = if let Some(select) = target.dyn_ref::<HtmlSelectElement>() {
+        FleetMsg::OrderRows(RowOrder::named(&select.value()).unwrap_or_default())
     } else if let Some(input) = target.dyn_ref::<web_sys::HtmlInputElement>() {
-        h.by_node = input.checked();
+        FleetMsg::GroupByNode(input.checked())
+    } else {
+        return;
+    };
+    if update(&mut app.page.fleet, msg) == Redraw::HeatOrder {
+        reorder(&mut app.fleet.heat, &app.page.fleet);
+        render(app);
     }
-    reorder(h);
-    render(app);
 }
 
 /// `1 row` / `3 rows`.
@@ -319,7 +282,9 @@ fn app_plural(n: usize, one: &str, many: &str) -> String {
 
 /// Restricts the heatmap to a call site (or shows all allocations).
 pub fn set_site(app: &mut App, site_key: Option<String>) {
-    app.fleet.heat.site_key = site_key;
+    if update(&mut app.page.fleet, FleetMsg::Site(site_key)) == Redraw::Nothing {
+        return;
+    }
     render_controls(app);
     maybe_request(app);
 }
@@ -343,7 +308,7 @@ pub fn render_controls(app: &App) {
         attr(&option, "value", o.name());
         append(&sort, &option);
     }
-    sort.set_value(app.fleet.heat.order.name());
+    sort.set_value(app.page.fleet.rows.name());
     let group: web_sys::HtmlInputElement = by_id("heat-group");
     let any_node = app
         .fleet
@@ -351,7 +316,7 @@ pub fn render_controls(app: &App) {
         .as_ref()
         .is_some_and(|c| c.facts.iter().any(|f| node_of(&f.figures.id).is_some()));
     group.set_disabled(!any_node);
-    group.set_checked(app.fleet.heat.by_node);
+    group.set_checked(app.page.fleet.by_node);
     attr(
         &group,
         "title",
@@ -402,7 +367,7 @@ pub fn render_controls(app: &App) {
         attr(&o, "value", &key);
         append(&select, &o);
     }
-    select.set_value(app.fleet.heat.site_key.as_deref().unwrap_or(""));
+    select.set_value(app.page.fleet.site_key.as_deref().unwrap_or(""));
 }
 
 /// The sentence under the title: what the colours and the axis are.
@@ -413,7 +378,7 @@ fn render_note(app: &App) {
         note.set_text_content(Some(""));
         return;
     };
-    let what = match (&h.site_key, &h.shown) {
+    let what = match (&app.page.fleet.site_key, &h.shown) {
         (Some(_), Some((map, _))) => map
             .rows
             .iter()
@@ -466,7 +431,7 @@ fn leaks_of<'a>(app: &'a App, id: &memscope_fleet::RankId) -> Vec<&'a memscope_f
     let Some(c) = &app.fleet.combined else {
         return Vec::new();
     };
-    let site = app.fleet.heat.site_key.as_deref();
+    let site = app.page.fleet.site_key.as_deref();
     c.report
         .anomalies
         .iter()
@@ -496,7 +461,7 @@ pub fn render(app: &App) {
         let _ = draw::context(&canvas, 0.0);
         return;
     };
-    let by_node = app.fleet.heat.by_node;
+    let by_node = app.page.fleet.by_node;
     let mut group_starts = Vec::new();
     let mut previous: Option<Option<String>> = None;
     for (i, row) in map.rows.iter().enumerate() {

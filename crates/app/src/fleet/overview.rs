@@ -14,58 +14,18 @@ use super::{bytes_cell, data, focus, sort_header, who_label, Moment, Target};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
+use memscope_page::fleet::{FleetMsg, OverviewCol};
 
-/// A column of the overview.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Col {
-    /// Rank order (as loaded).
-    #[default]
-    Rank,
-    /// Peak allocated bytes.
-    PeakAllocated,
-    /// Peak reserved bytes.
-    PeakReserved,
-    /// Allocated bytes at the snapshot.
-    AtSnapshot,
-    /// Trace entries.
-    Events,
-    /// OOM entries.
-    Ooms,
+/// A column of the overview (its state is the page model's).
+type Col = OverviewCol;
+
+/// What the page shows of a column.
+trait ColValue {
+    /// The value a bar shows (the rank column shows peak allocated bytes).
+    fn value(self, row: &RankRow) -> f64;
 }
 
-impl Col {
-    const ALL: [Col; 6] = [
-        Col::Rank,
-        Col::PeakAllocated,
-        Col::PeakReserved,
-        Col::AtSnapshot,
-        Col::Events,
-        Col::Ooms,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Col::Rank => "rank",
-            Col::PeakAllocated => "peak-allocated",
-            Col::PeakReserved => "peak-reserved",
-            Col::AtSnapshot => "at-snapshot",
-            Col::Events => "events",
-            Col::Ooms => "ooms",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Col::Rank => "Rank",
-            Col::PeakAllocated => "Peak allocated",
-            Col::PeakReserved => "Peak reserved",
-            Col::AtSnapshot => "At snapshot",
-            Col::Events => "Events",
-            Col::Ooms => "OOMs",
-        }
-    }
-
-    /// The value a bar shows (the rank column shows peak allocated bytes).
+impl ColValue for Col {
     fn value(self, row: &RankRow) -> f64 {
         match self {
             Col::Rank | Col::PeakAllocated => row.figures.peak_allocated_bytes as f64,
@@ -75,13 +35,6 @@ impl Col {
             Col::Ooms => row.figures.ooms as f64,
         }
     }
-}
-
-/// How the overview is sorted.
-#[derive(Default)]
-pub struct State {
-    col: Col,
-    descending: bool,
 }
 
 /// Bins of the overview's histogram.
@@ -209,24 +162,24 @@ fn histogram(app: &App, rows: &[RankRow], col: Col, values: &[f64]) -> HtmlEleme
 /// The rows in the order shown, and the column the bars show (the rank column shows
 /// peak allocated bytes).
 fn order(app: &App, rows: &[RankRow]) -> (Vec<usize>, Col) {
-    let state = &app.fleet.overview;
+    let state = &app.page.fleet;
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    if state.col != Col::Rank {
+    if state.sort != Col::Rank {
         order.sort_by(|&a, &b| {
             state
-                .col
+                .sort
                 .value(&rows[a])
-                .total_cmp(&state.col.value(&rows[b]))
+                .total_cmp(&state.sort.value(&rows[b]))
                 .then(a.cmp(&b))
         });
     }
     if state.descending {
         order.reverse();
     }
-    let bar_col = if state.col == Col::Rank {
+    let bar_col = if state.sort == Col::Rank {
         Col::PeakAllocated
     } else {
-        state.col
+        state.sort
     };
     (order, bar_col)
 }
@@ -328,7 +281,7 @@ pub fn render(app: &App) {
         return;
     }
     let (order, bar_col) = order(app, rows);
-    let state = &app.fleet.overview;
+    let state = &app.page.fleet;
     let values: Vec<f64> = rows.iter().map(|r| bar_col.value(r)).collect();
     let max = values.iter().copied().fold(0.0, f64::max);
     let (median, _) = median_mad(&values);
@@ -358,7 +311,7 @@ pub fn render(app: &App) {
     let thead = el("thead", "");
     let head = el("tr", "");
     for col in Col::ALL {
-        let sorted = (state.col == col).then_some(state.descending);
+        let sorted = (state.sort == col).then_some(state.descending);
         append(
             &head,
             &sort_header(col.label(), "sort-overview", col.name(), sorted),
@@ -532,14 +485,7 @@ pub fn on_sort(app: &mut App, target: &Element) {
     let Some(col) = Col::ALL.into_iter().find(|c| c.name() == name) else {
         return;
     };
-    let s = &mut app.fleet.overview;
-    if s.col == col {
-        s.descending = !s.descending;
-    } else {
-        s.col = col;
-        // Numbers largest first; ranks in order.
-        s.descending = col != Col::Rank;
-    }
+    memscope_page::fleet::update(&mut app.page.fleet, FleetMsg::Sort(col));
     render(app);
 }
 
