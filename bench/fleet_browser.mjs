@@ -89,9 +89,12 @@ function ensureReport(files, m) {
     const r = structuredClone(records[i % records.length]);
     const node = Math.floor(i / 8);
     const name = `node${String(node).padStart(3, '0')}/rank${i}.pickle`;
-    r.report.facts.figures.id.path = name;
-    r.report.facts.figures.id.file = `rank${i}.pickle`;
-    r.report.facts.figures.id.rank = i;
+    // The id is flattened into the facts and the heatmap row (docs/report-format.md).
+    for (const id of [r.report.facts, r.heat]) {
+      id.path = name;
+      id.file = `rank${i}.pickle`;
+      id.rank = i;
+    }
     outLines.push(JSON.stringify(r));
   }
   writeFileSync(path, outLines.join('\n') + '\n');
