@@ -131,7 +131,8 @@ pub fn reopen(app: &mut App, key: u32, device: i32) {
     app.requeued();
 }
 
-/// A rank was read: note what it holds; show it if it was being reopened.
+/// A rank was read: note what it holds; show it if it was being reopened; drop the
+/// least recently used models over the budget.
 pub fn on_loaded(app: &mut App, key: u32, file_bytes: f64) {
     if let Some(r) = app.ranks.iter_mut().find(|r| r.key == key) {
         r.held_bytes = file_bytes;
@@ -147,4 +148,7 @@ pub fn on_loaded(app: &mut App, key: u32, file_bytes: f64) {
             }
         }
     }
+    // A rank read again has its record already: make room now (a first read makes
+    // room once it has reported).
+    trim(app);
 }
