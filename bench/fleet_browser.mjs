@@ -20,7 +20,8 @@
 //
 // Usage (after a release build under /memscope/):
 //   node bench/fleet_browser.mjs [--ranks 256] [--distinct 4] [--mib 12]
-//                                [--report-ranks 1024] [--budget-mib 384] [--json out.json]
+//                                [--report-ranks 1024] [--budget-mib 384] [--only-report]
+//                                [--json out.json]
 // Inputs are generated into /tmp/memscope-fleet-bench (never committed); the machine is
 // shared, so figures are noisy: see bench/README.md for what was measured.
 
@@ -216,9 +217,10 @@ async function reportRun(server, path, m) {
 
 const files = ensureRanks();
 const server = await serve();
+const onlyReport = args.includes('--only-report');
 let result;
 try {
-  const ranks = await ranksRun(server, files);
+  const ranks = onlyReport ? { ranks: 0, bytes: 0, opens: [] } : await ranksRun(server, files);
   for (const o of ranks.opens) {
     const file = files.find((f) => f.endsWith(`/${o.name}`));
     if (!file) continue;
@@ -231,9 +233,9 @@ try {
   await server.close();
 }
 const r = result.ranks;
-console.log(`\n${r.ranks} ranks, ${mib(r.bytes)} MiB of files${BUDGET_MIB === undefined ? '' : `, budget ${BUDGET_MIB} MiB`}:`);
-console.log(`  every rank read: ${(r.loaded_ms / 1000).toFixed(1)} s; every rank reported, fleet ready: ${(r.reported_ms / 1000).toFixed(1)} s`);
-console.log(`  browser memory growth: ${mib(r.memory_growth_bytes)} MiB (target ≤ 1536); models held at the end: ${r.held_after}`);
+if (!onlyReport) console.log(`\n${r.ranks} ranks, ${mib(r.bytes)} MiB of files${BUDGET_MIB === undefined ? '' : `, budget ${BUDGET_MIB} MiB`}:`);
+if (!onlyReport) console.log(`  every rank read: ${(r.loaded_ms / 1000).toFixed(1)} s; every rank reported, fleet ready: ${(r.reported_ms / 1000).toFixed(1)} s`);
+if (!onlyReport) console.log(`  browser memory growth: ${mib(r.memory_growth_bytes)} MiB (target ≤ 1536); models held at the end: ${r.held_after}`);
 for (const o of r.opens) {
   const ok = o.peakExpected === undefined ? '' : o.peakShown === o.peakExpected ? ' peak = CLI' : ` PEAK ${o.peakShown} ≠ CLI ${o.peakExpected}`;
   console.log(`  open dropped rank ${o.name ?? o.key}: ${o.ms} ms (target ≤ 1000)${ok}`);

@@ -68,6 +68,8 @@ pub struct Fleet {
     filed: Option<filed::Filed>,
     /// A rank of the report file whose snapshot was asked for: shown once it reports.
     waiting: Option<filed::Waiting>,
+    /// The overview lists every rank (not only the first ones in its order).
+    overview_all: bool,
     /// A rank whose model was dropped, opened from the fleet: shown once read again.
     reopening: Option<Target>,
     /// The path each rank is named by in results.
@@ -815,6 +817,7 @@ fn act(app: &mut App, target: &Element, event: &str) {
     };
     match (action.as_str(), event) {
         ("sort-overview", "click") => overview::on_sort(app, target),
+        ("overview-all", "click") => overview::on_show_all(app),
         ("focus-rank", "click") => overview::on_focus(app, target),
         ("anomaly-show", "click") => anomalies::on_show(app, target),
         ("anomaly-heat", "click") => anomalies::on_heat(app, target),

@@ -2,6 +2,8 @@
 //! its outliers named), then one row per (rank, device) with its figures and a bar,
 //! sortable by any column; outlier ranks flagged by `memscope_fleet::overview`'s rule.
 //! A click (or Enter) on a row, or on an outlier's name, opens that rank's timeline.
+//! With hundreds of ranks the table lists the first [`ROWS_SHOWN`] in the chosen order
+//! until asked for all.
 
 use memscope_figures::bars::{bar_color, Bar, Bars, Unit};
 use memscope_figures::{Size, Style};
@@ -35,6 +37,15 @@ impl ColValue for Col {
             Col::Ooms => row.figures.ooms as f64,
         }
     }
+}
+
+/// Rows listed before "Show all" (sorting redraws only these).
+const ROWS_SHOWN: usize = 128;
+
+/// Lists every row.
+pub fn on_show_all(app: &mut App) {
+    app.fleet.overview_all = true;
+    render(app);
 }
 
 /// Bins of the overview's histogram.
@@ -329,7 +340,14 @@ pub fn render(app: &App) {
     append(&thead, &head);
     append(&table, &thead);
     let tbody = el("tbody", "");
-    for &i in &order {
+    // Hundreds of ranks: the first rows in the chosen order (the histogram above shows
+    // them all), the rest on request, so that sorting stays quick.
+    let shown = if app.fleet.overview_all {
+        order.len()
+    } else {
+        order.len().min(ROWS_SHOWN)
+    };
+    for &i in &order[..shown] {
         let row = &rows[i];
         let (key, device) = c.who[i];
         let tr = el("tr", "rank-row");
@@ -475,6 +493,20 @@ pub fn render(app: &App) {
     }
     append(&table, &tbody);
     append(&body, &table);
+    if shown < order.len() {
+        let more = el_text(
+            "button",
+            "link",
+            &format!(
+                "Show all {} ranks ({} more)",
+                format_count(order.len() as u64),
+                format_count((order.len() - shown) as u64)
+            ),
+        );
+        attr(&more, "type", "button");
+        attr(&more, "data-action", "overview-all");
+        append(&body, &more);
+    }
 }
 
 /// A sort header was clicked: sort by it, or flip the order.
