@@ -145,7 +145,7 @@ async function ranksRun(server, files) {
     await page.waitForFunction(
       (n) =>
         document.querySelector('#fleet')?.dataset.status === 'ready' &&
-        document.querySelectorAll('#fleet-overview tr[data-action="focus-rank"]').length === n,
+        document.querySelectorAll('#heat-labels .heat-label').length === n,
       files.length,
       { timeout: 3600000, polling: 500 },
     );
@@ -192,10 +192,11 @@ async function reportRun(server, path, m) {
     await page.waitForSelector('body[data-status="empty"]');
     const t0 = Date.now();
     await page.setInputFiles('#file-input', path);
+    // Every rank in the heatmap (the overview's table lists the first rows only).
     await page.waitForFunction(
       (n) =>
         document.querySelector('#fleet')?.dataset.status === 'ready' &&
-        document.querySelectorAll('#fleet-overview tr[data-action="focus-rank"]').length === n,
+        document.querySelectorAll('#heat-labels .heat-label').length === n,
       m,
       { timeout: 600000, polling: 50 },
     );
@@ -209,7 +210,21 @@ async function reportRun(server, path, m) {
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
       sorts.push(Date.now() - t);
     }
-    return { ranks: m, ready_ms: readyMs, sort_ms: sorts };
+    // The heatmap's rows: sorted by peak, then grouped by node (the names carry
+    // `node…/` folders), each until the next frame is drawn.
+    const heat = [];
+    for (const act of [
+      () => page.selectOption('#heat-sort', 'peak'),
+      () => page.check('#heat-group'),
+      () => page.selectOption('#heat-sort', 'floor-rise'),
+    ]) {
+      const t = Date.now();
+      await act();
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+      heat.push(Date.now() - t);
+    }
+    const groups = await page.$$eval('#heat-labels .heat-label[data-group]', (g) => g.length);
+    return { ranks: m, ready_ms: readyMs, sort_ms: sorts, heat_ms: heat, groups };
   } finally {
     await b.close();
   }
@@ -242,5 +257,6 @@ for (const o of r.opens) {
 }
 const p = result.report;
 console.log(`report file of ${p.ranks} ranks: fleet ready ${(p.ready_ms / 1000).toFixed(1)} s; overview sorts ${p.sort_ms.join(', ')} ms`);
+console.log(`  heatmap rows by peak, grouped by node (${p.groups} groups), by rising floor: ${p.heat_ms.join(', ')} ms`);
 const jsonPath = value('--json');
 if (jsonPath) writeFileSync(jsonPath, JSON.stringify(result, null, 2));
