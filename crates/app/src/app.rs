@@ -51,6 +51,11 @@ pub struct Rank {
     pub card: HtmlElement,
     /// When its load was sent to a worker, in ms since the Unix epoch.
     pub sent_epoch_ms: f64,
+    /// Bytes of the file its model was read from (what it counts against
+    /// [`crate::memory`]'s budget).
+    pub held_bytes: f64,
+    /// When it was last used ([`crate::memory::touch`]).
+    pub used: u64,
 }
 
 /// The page.
@@ -58,6 +63,8 @@ pub struct App {
     pub pool: Pool,
     /// The cross-rank views' state.
     pub fleet: crate::fleet::Fleet,
+    /// Which ranks' models the workers keep.
+    pub held: crate::memory::Held,
     /// The linked views' state.
     pub lenses: crate::lenses::Lenses,
     /// Bookmarks and other ways in.
@@ -116,6 +123,7 @@ impl App {
         App {
             pool,
             fleet: Default::default(),
+            held: Default::default(),
             lenses: Default::default(),
             share: Default::default(),
             ranks: Vec::new(),
@@ -151,6 +159,13 @@ impl App {
 
     /// Queues named sources for loading.
     pub fn add_sources(&mut self, sources: Vec<(String, Source)>) {
+        // A fleet report file is not a rank: it shows the fleet without the snapshots.
+        let (reports, sources): (Vec<_>, Vec<_>) = sources
+            .into_iter()
+            .partition(|(name, _)| crate::fleet::is_report_file(name));
+        for (name, source) in reports {
+            crate::fleet::open_report(self, name, source);
+        }
         if sources.is_empty() {
             return;
         }
@@ -181,6 +196,8 @@ impl App {
                 state: RankState::Queued,
                 card,
                 sent_epoch_ms: 0.0,
+                held_bytes: 0.0,
+                used: 0,
             });
         }
         // Ranks by the number in their name; files without one keep their own names.
@@ -281,6 +298,12 @@ impl App {
         self.update_chrome();
     }
 
+    /// A rank was queued again (its model dropped, now opened): start its load.
+    pub fn requeued(&mut self) {
+        self.schedule();
+        self.update_chrome();
+    }
+
     fn index_of(&self, key: u32) -> Option<usize> {
         self.ranks.iter().position(|r| r.key == key)
     }
@@ -347,8 +370,20 @@ impl App {
                         .devices
                         .first()
                         .map(|d| (info.rank_key, d.summary.device));
+                    let file_bytes = match (&self.ranks[i].source, &self.ranks[i].state) {
+                        (Some(Source::File(f)), _) => f.size(),
+                        (
+                            _,
+                            RankState::Loading {
+                                bytes_read, total, ..
+                            },
+                        ) => total.max(*bytes_read),
+                        _ => 0.0,
+                    };
+                    let key = info.rank_key;
                     self.ranks[i].state = RankState::Ready(info);
                     self.render_card(i);
+                    crate::memory::on_loaded(self, key, file_bytes);
                     if self.active.is_none() {
                         if let Some((key, device)) = first {
                             self.activate(key, device, false);
@@ -458,6 +493,10 @@ impl App {
 
     /// Shows a device on the timeline.
     pub fn activate(&mut self, key: u32, device: i32, request: bool) {
+        if crate::memory::is_dropped(self, key) {
+            crate::memory::reopen(self, key, device);
+            return;
+        }
         let Some(i) = self.index_of(key) else { return };
         let RankState::Ready(info) = &self.ranks[i].state else {
             return;
@@ -471,6 +510,7 @@ impl App {
             return;
         };
         self.active = Some((key, device));
+        crate::memory::touch(self, key);
         let has_time = d.has_time;
         dom::show(&by_id("empty-note"), false);
         if let Some(body) = dom::document().body() {

@@ -1,9 +1,12 @@
 //! The fleet view: every loaded rank at once, next to the single-rank workspace.
 //!
-//! Each rank's worker sends its report (`FleetRequest::Report`: overview figures,
-//! anomalies, phases) once the rank is loaded; the page combines them with
-//! `memscope_fleet::FleetReport` — the same code `memscope ranks` and `memscope
-//! anomalies` run — and shows:
+//! Each rank's worker sends its record (`FleetRequest::Report`: a
+//! `memscope_report::RankEntry`, what `memscope report` writes — overview figures,
+//! anomalies, phases, the heatmap row on the rank's own span, the call-site table for
+//! compare) once the rank is loaded, and the page keeps it for every rank; a report
+//! file opened in the page ([`filed`]) gives the same records without the snapshots.
+//! The page combines them with `memscope_fleet::FleetReport` — the same code `memscope
+//! ranks` and `memscope anomalies` run — and shows:
 //!
 //! - [`overview`]: per rank peaks, allocated at the snapshot, events, OOMs, as a
 //!   sortable bar chart with outlier ranks flagged;
@@ -24,22 +27,26 @@
 mod anomalies;
 mod compare;
 mod draw;
+mod filed;
 mod grid;
 mod heat;
 mod lanes;
 mod overview;
 
 pub use compare::figure as compare_figure;
+pub use filed::{is_report_file, open as open_report};
 pub use grid::figure as grid_figure;
 pub use heat::figure as heat_figure;
 pub use overview::figure as overview_figure;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
-use memscope_fleet::{FleetReport, RankFacts, RankId, RankReport, Thresholds};
+use memscope_fleet::{FleetReport, RankFacts, RankId, Thresholds};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
+use memscope_report::RankEntry;
 use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
@@ -54,12 +61,19 @@ const SELECTION_CHIPS: usize = 40;
 /// Everything the fleet view knows.
 #[derive(Default)]
 pub struct Fleet {
-    /// Reports received, by rank key (one per device).
-    reports: BTreeMap<u32, Vec<RankReport>>,
+    /// Records received from the workers, by rank key (one per device): kept for every
+    /// rank read.
+    reports: BTreeMap<u32, Vec<Rc<RankEntry>>>,
+    /// The ranks of a report file opened in the page.
+    filed: Option<filed::Filed>,
+    /// A rank of the report file whose snapshot was asked for: shown once it reports.
+    waiting: Option<filed::Waiting>,
+    /// The overview lists every rank (not only the first ones in its order).
+    overview_all: bool,
+    /// A rank whose model was dropped, opened from the fleet: shown once read again.
+    reopening: Option<Target>,
     /// The path each rank is named by in results.
     paths: BTreeMap<u32, String>,
-    /// Whether the Fleet view (not the Rank view) is shown.
-    shown: bool,
     /// The reports combined, in rank order.
     combined: Option<Combined>,
     /// `combined` changed while the view was hidden: its panels are out of date.
@@ -68,7 +82,6 @@ pub struct Fleet {
     signature: Vec<(u32, u8)>,
     /// Request numbers for heatmap and compare questions.
     next_id: u32,
-    overview: overview::State,
     heat: heat::State,
     lanes: lanes::State,
     compare: compare::State,
@@ -94,15 +107,29 @@ impl Fleet {
 pub struct Combined {
     /// Overview, anomalies and phase lanes.
     pub report: FleetReport,
-    /// The (rank key, device) of each row of `report.overview`.
+    /// The (rank key, device) of each row of `report.overview`: a loaded rank's key, or
+    /// [`filed::KEY_BASE`] and up for a rank of a report file.
     pub who: Vec<(u32, i32)>,
     /// The facts of each row.
     pub facts: Vec<RankFacts>,
+    /// The record of each row (heatmap row and call-site table for when no worker
+    /// holds the rank).
+    pub entries: Vec<Rc<RankEntry>>,
     /// Paths of the files that could not be read.
     pub failed: Vec<String>,
+    /// Row labels that differ from `RankId::display`: ranks of different runs that
+    /// share a rank number are told apart by their run.
+    labels: BTreeMap<RankId, String>,
 }
 
 impl Combined {
+    /// The label of a row for people: `rank 3`, or the file name (and device); with the
+    /// run (`tp2_pp4 · rank 0`) when ranks of several runs share the same label
+    /// ([`memscope_fleet::row_labels`], as `memscope plot` labels them).
+    pub fn label(&self, id: &RankId) -> String {
+        self.labels.get(id).cloned().unwrap_or_else(|| id.display())
+    }
+
     /// The row of a rank id.
     pub fn row_of(&self, id: &RankId) -> Option<usize> {
         self.facts.iter().position(|f| &f.figures.id == id)
@@ -197,6 +224,17 @@ struct Selection {
 
 /// Shows a target on the Rank view: activates the rank, zooms, selects.
 pub fn focus(app: &mut App, target: Target) {
+    if target.key >= filed::KEY_BASE {
+        filed::focus(app, target);
+        return;
+    }
+    if crate::memory::is_dropped(app, target.key) {
+        // Its model was dropped: read again, then shown ([`on_reopened`]).
+        let (key, device) = (target.key, target.device);
+        app.fleet.reopening = Some(target);
+        app.activate(key, device, true);
+        return;
+    }
     set_view(app, false);
     app.activate(target.key, target.device, true);
     if app.active != Some((target.key, target.device)) {
@@ -301,35 +339,79 @@ fn path_of(app: &App, key: u32) -> String {
     }
 }
 
-/// A rank finished loading: its worker is asked for its report once it has no more
-/// files to read.
+/// A rank whose model was dropped was read again and opened: shows what the fleet
+/// view opened it for. `false` when it was not opened from the fleet view.
+pub fn on_reopened(app: &mut App, rank_key: u32) -> bool {
+    match app.fleet.reopening.take() {
+        Some(target) if target.key == rank_key => {
+            focus(app, target);
+            true
+        }
+        other => {
+            app.fleet.reopening = other;
+            false
+        }
+    }
+}
+
+/// Whether the model of rank `key` may be dropped: its record is in and no fleet
+/// question waits on its worker.
+pub fn may_drop(app: &App, key: u32) -> bool {
+    app.fleet.reports.contains_key(&key)
+        && !heat::waits_on(app, key)
+        && !compare::waits_on(app, key)
+}
+
+/// A rank finished loading: its worker is asked for its record once it has no more
+/// files to read — at once when the models held are over the memory budget, so that
+/// they can be dropped ([`crate::memory`]). A rank read again (its model had been
+/// dropped) keeps the record it has.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
+    if app.fleet.reports.contains_key(&rank_key) {
+        return;
+    }
     let path = path_of(app, rank_key);
     app.fleet.paths.insert(rank_key, path);
-    app.fleet.reports.remove(&rank_key);
-    app.after_loads(slot, move |app| {
+    let ask = move |app: &mut App| {
         // Unless the rank is gone, or read again by another worker (asked in turn).
         if app.slot_of(rank_key) == Some(slot) {
             let path = path_of(app, rank_key);
+            let file_bytes =
+                app.ranks
+                    .iter()
+                    .find(|r| r.key == rank_key)
+                    .and_then(|r| match &r.source {
+                        Some(Source::File(f)) => Some(f.size() as u64),
+                        _ => None,
+                    });
             app.pool.send(
                 slot,
                 Request::Fleet {
                     rank_key,
-                    request: FleetRequest::Report { path },
+                    request: FleetRequest::Report { path, file_bytes },
                 },
             );
         }
-    });
+    };
+    if crate::memory::over_budget(app) {
+        ask(app);
+    } else {
+        app.after_loads(slot, ask);
+    }
     update_status(app);
 }
 
 /// A worker answered.
 pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
     match response {
-        FleetResponse::Report(reports) => {
-            app.fleet.reports.insert(rank_key, reports);
+        FleetResponse::Report(entries) => {
+            app.fleet
+                .reports
+                .insert(rank_key, entries.into_iter().map(Rc::new).collect());
             app.fleet.signature.clear();
             refresh_soon(app);
+            filed::on_reported(app, rank_key);
+            crate::memory::trim(app);
             if app.active.is_some_and(|(k, _)| k == rank_key) {
                 lanes::render_rank_lane(app);
             }
@@ -346,7 +428,10 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 
 /// The ranks changed (added, loaded, failed, cancelled): keep the fleet view in step.
 pub fn on_ranks_changed(app: &mut App) {
-    dom::show(&by_id("view-switch"), !app.ranks.is_empty());
+    dom::show(
+        &by_id("view-switch"),
+        !app.ranks.is_empty() || app.fleet.filed.is_some(),
+    );
     refresh_soon(app);
     update_status(app);
 }
@@ -391,9 +476,11 @@ fn state_code(state: &RankState) -> u8 {
 /// Recombines the reports and redraws the fleet panels if anything changed.
 /// What the combined reports are made from: (rank key, state) of every rank.
 fn signature(app: &App) -> Vec<(u32, u8)> {
+    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, 2));
     app.ranks
         .iter()
         .map(|r| (r.key, state_code(&r.state)))
+        .chain(filed)
         .collect()
 }
 
@@ -403,16 +490,21 @@ fn refresh(app: &mut App) {
         return;
     }
     app.fleet.signature = signature;
-    let mut reports = Vec::new();
+    let mut entries: Vec<Rc<RankEntry>> = Vec::new();
     let mut who = Vec::new();
     for r in &app.ranks {
-        if !matches!(r.state, RankState::Ready(_)) {
+        // A rank being read again (its model was dropped) keeps its row.
+        if matches!(r.state, RankState::Failed(_)) {
             continue;
         }
-        for report in app.fleet.reports.get(&r.key).into_iter().flatten() {
-            who.push((r.key, report.facts.figures.id.device));
-            reports.push(report.clone());
+        for entry in app.fleet.reports.get(&r.key).into_iter().flatten() {
+            who.push((r.key, entry.report.facts.figures.id.device));
+            entries.push(Rc::clone(entry));
         }
+    }
+    for (key, entry) in filed::shown(app) {
+        who.push((key, entry.report.facts.figures.id.device));
+        entries.push(entry);
     }
     let failed: Vec<String> = app
         .ranks
@@ -426,17 +518,26 @@ fn refresh(app: &mut App) {
                 .unwrap_or_else(|| given_path(r))
         })
         .collect();
-    let facts: Vec<RankFacts> = reports.iter().map(|r| r.facts.clone()).collect();
-    set_labels(&facts);
-    let report = FleetReport::new(reports, &Thresholds::default());
+    let failed = failed
+        .into_iter()
+        .chain(filed::failed(app))
+        .collect::<Vec<_>>();
+    let facts: Vec<RankFacts> = entries.iter().map(|e| e.report.facts.clone()).collect();
+    let labels = labels(&facts);
+    let report = FleetReport::new(
+        entries.iter().map(|e| e.report.clone()).collect(),
+        &Thresholds::default(),
+    );
     app.fleet.combined = Some(Combined {
         report,
         who,
         facts,
+        entries,
         failed,
+        labels,
     });
     // The panels are drawn when they are seen.
-    if app.fleet.shown {
+    if app.page.fleet.shown {
         render_all(app);
     } else {
         app.fleet.panels_stale = true;
@@ -469,8 +570,9 @@ fn render_all(app: &mut App) {
 /// Whether every loaded rank has reported and nothing is loading.
 fn all_reported(app: &App) -> bool {
     app.ranks.iter().all(|r| match r.state {
-        RankState::Queued | RankState::Loading { .. } => false,
-        RankState::Ready(_) => app.fleet.reports.contains_key(&r.key),
+        RankState::Queued | RankState::Loading { .. } | RankState::Ready(_) => {
+            app.fleet.reports.contains_key(&r.key)
+        }
         RankState::Failed(_) => true,
     })
 }
@@ -479,7 +581,7 @@ fn all_reported(app: &App) -> bool {
 /// combined yet), `ready` (every panel's data made from every loaded rank; the panels
 /// are drawn whenever the view is shown).
 fn update_status(app: &App) {
-    let status = if app.ranks.is_empty() {
+    let status = if app.ranks.is_empty() && app.fleet.filed.is_none() {
         "empty"
     } else if !all_reported(app)
         || !app.fleet.heat.settled()
@@ -493,11 +595,11 @@ fn update_status(app: &App) {
 }
 
 /// Shows the Fleet view (`true`) or the Rank view.
-fn set_view(app: &mut App, fleet: bool) {
-    if app.fleet.shown == fleet {
+pub fn set_view(app: &mut App, fleet: bool) {
+    use memscope_page::fleet::{update, FleetMsg, Redraw};
+    if update(&mut app.page.fleet, FleetMsg::Show(fleet)) == Redraw::Nothing {
         return;
     }
-    app.fleet.shown = fleet;
     let switch: HtmlElement = by_id("view-switch");
     if let Some(view) = switch.parent_element() {
         attr(&view, "data-view", if fleet { "fleet" } else { "rank" });
@@ -593,30 +695,6 @@ pub fn wire(app: &Shared) {
             set_view(&mut app.borrow_mut(), fleet)
         });
     }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("view-switch"),
-            "keydown",
-            move |e: KeyboardEvent| {
-                if !matches!(
-                    e.key().as_str(),
-                    "ArrowLeft" | "ArrowRight" | "Home" | "End"
-                ) {
-                    return;
-                }
-                e.prevent_default();
-                let fleet = match e.key().as_str() {
-                    "Home" => false,
-                    "End" => true,
-                    _ => !app.borrow().fleet.shown,
-                };
-                set_view(&mut app.borrow_mut(), fleet);
-                let id = if fleet { "view-fleet" } else { "view-rank" };
-                let _ = by_id::<HtmlElement>(id).focus();
-            },
-        );
-    }
     let root: HtmlElement = by_id("fleet");
     {
         let app = app.clone();
@@ -624,23 +702,6 @@ pub fn wire(app: &Shared) {
             if let Some(target) = action_target(&e) {
                 act(&mut app.borrow_mut(), &target, "click");
             }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&root, "keydown", move |e: KeyboardEvent| {
-            if e.key() != "Enter" && e.key() != " " {
-                return;
-            }
-            let Some(target) = action_target(&e) else {
-                return;
-            };
-            // Buttons and form controls handle their own keys.
-            if matches!(target.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT") {
-                return;
-            }
-            e.prevent_default();
-            act(&mut app.borrow_mut(), &target, "click");
         });
     }
     {
@@ -692,21 +753,16 @@ pub fn wire(app: &Shared) {
                 set_view(&mut app.borrow_mut(), false);
             }
         };
-        let on_key = show_rank.clone();
         on(&ranks, "click", move |e: MouseEvent| show_rank(&e));
-        on(&ranks, "keydown", move |e: KeyboardEvent| {
-            if e.key() == "Enter" || e.key() == " " {
-                on_key(&e);
-            }
-        });
     }
     heat::wire(app);
     lanes::wire(app);
+    filed::wire(app);
     {
         let app = app.clone();
         on(&dom::window(), "resize", move |_: Event| {
             let mut app = app.borrow_mut();
-            if app.fleet.shown {
+            if app.page.fleet.shown {
                 heat::render(&app);
                 lanes::render(&app);
                 compare::render_curves(&app);
@@ -717,6 +773,57 @@ pub fn wire(app: &Shared) {
     }
 }
 
+/// A key pressed anywhere (the document's router, `crate::input`): the view switch's
+/// arrows, Enter or Space on a fleet element naming an action, Enter or Space on a
+/// device of the rank list (which shows the Rank view). Whether the key was used up.
+pub fn on_key(app: &mut App, e: &KeyboardEvent) -> bool {
+    let Some(el) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
+        return false;
+    };
+    let within = |selector: &str| el.closest(selector).ok().flatten().is_some();
+    let key = e.key();
+    if within("#view-switch") {
+        let fleet = match key.as_str() {
+            "Home" => false,
+            "End" => true,
+            "ArrowLeft" | "ArrowRight" => !app.page.fleet.shown,
+            _ => return false,
+        };
+        e.prevent_default();
+        set_view(app, fleet);
+        let id = if fleet { "view-fleet" } else { "view-rank" };
+        let _ = by_id::<HtmlElement>(id).focus();
+        return true;
+    }
+    if key != "Enter" && key != " " {
+        return false;
+    }
+    if within("#fleet") {
+        let Some(target) = action_target(e) else {
+            return false;
+        };
+        // Buttons and form controls handle their own keys.
+        if matches!(target.tag_name().as_str(), "BUTTON" | "SELECT" | "INPUT") {
+            return false;
+        }
+        e.prevent_default();
+        act(app, &target, "click");
+        return true;
+    }
+    if within("#ranks .device") {
+        // The rank list opens the device itself; the fleet only shows the Rank view.
+        set_view(app, false);
+    }
+    false
+}
+
+/// The pointer moved over the page (the window's router, `crate::input`): the fleet
+/// canvases' readouts.
+pub fn on_hover(app: &App, e: &MouseEvent) {
+    heat::on_hover(app, e);
+    lanes::on_hover(app, e);
+}
+
 /// Runs the action an element names (`event` is `click` or `change`).
 fn act(app: &mut App, target: &Element, event: &str) {
     let Some(action) = target.get_attribute("data-action") else {
@@ -724,10 +831,12 @@ fn act(app: &mut App, target: &Element, event: &str) {
     };
     match (action.as_str(), event) {
         ("sort-overview", "click") => overview::on_sort(app, target),
+        ("overview-all", "click") => overview::on_show_all(app),
         ("focus-rank", "click") => overview::on_focus(app, target),
         ("anomaly-show", "click") => anomalies::on_show(app, target),
         ("anomaly-heat", "click") => anomalies::on_heat(app, target),
         ("heat-site", "change") => heat::on_site(app, target),
+        ("heat-order", "change") => heat::on_order(app, target),
         ("lanes-name", "change") => lanes::on_name(app, target),
         ("grid-option", "change") => grid::on_option(app, target),
         ("compare-run", "click") => compare::run(app),
@@ -773,30 +882,21 @@ fn sort_header(label: &str, action: &str, col: &str, sorted: Option<bool>) -> Ht
     th
 }
 
-thread_local! {
-    /// Row labels that differ from `RankId::display`: ranks of different runs that share
-    /// a rank number are told apart by their run (set by [`refresh`]).
-    static LABELS: std::cell::RefCell<BTreeMap<RankId, String>> =
-        const { std::cell::RefCell::new(BTreeMap::new()) };
-}
-
-/// The label of a row for people: `rank 3`, or the file name (and device); with the run
-/// (`tp2_pp4 · rank 0`) when ranks of several runs share the same label.
-fn who_label(id: &RankId) -> String {
-    LABELS
-        .with(|l| l.borrow().get(id).cloned())
-        .unwrap_or_else(|| id.display())
-}
-
-/// Gives the rows that share a label their run's name as a prefix
-/// ([`memscope_fleet::row_labels`], as `memscope plot` labels them).
-fn set_labels(facts: &[RankFacts]) {
+/// The labels of rows that differ from `RankId::display` ([`Combined::label`]).
+fn labels(facts: &[RankFacts]) -> BTreeMap<RankId, String> {
     let ids: Vec<&RankId> = facts.iter().map(|f| &f.figures.id).collect();
-    let labels = memscope_fleet::row_labels(&ids)
+    memscope_fleet::row_labels(&ids)
         .into_iter()
         .zip(&ids)
         .filter(|(label, id)| *label != id.display())
         .map(|(label, id)| ((*id).clone(), label))
-        .collect();
-    LABELS.with(|l| *l.borrow_mut() = labels);
+        .collect()
+}
+
+/// The label of a row for people ([`Combined::label`]).
+fn who_label(app: &App, id: &RankId) -> String {
+    app.fleet
+        .combined
+        .as_ref()
+        .map_or_else(|| id.display(), |c| c.label(id))
 }

@@ -3,7 +3,9 @@
 //! translation of the event into a [`Msg`] for the page model or into the one drag in
 //! progress ([`Drag`]). Which view handles a key depends on where the keyboard is
 //! ([`memscope_page::keys::Focus`]), never on the order listeners were added in; the
-//! bindings themselves are the page model's ([`memscope_page::keys`]).
+//! bindings themselves are the page model's ([`memscope_page::keys`]). The fleet view's
+//! keys (view switch, Enter on its rows) and its canvases' readouts are one route each
+//! (`crate::fleet::on_key`, `crate::fleet::on_hover`).
 //!
 //! Also here: the memory timeline's own pointer input (press, wheel, double click,
 //! hover) and its toolbar (axis, y scale, fit).
@@ -112,6 +114,9 @@ pub fn wire(app: &Shared) {
         let app = app.clone();
         on(&dom::document(), "keydown", move |e: KeyboardEvent| {
             let mut a = app.borrow_mut();
+            if crate::fleet::on_key(&mut a, &e) {
+                return;
+            }
             let list_page = a
                 .lenses
                 .lists
@@ -143,7 +148,10 @@ pub fn wire(app: &Shared) {
             let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
             let mut a = app.borrow_mut();
             match a.drag {
-                Drag::None => hover(&mut a, cx, cy, &e),
+                Drag::None => {
+                    crate::fleet::on_hover(&a, &e);
+                    hover(&mut a, cx, cy, &e)
+                }
                 Drag::Pan { x, y, moved } => {
                     if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
                         return;

@@ -18,6 +18,7 @@ mod fleet;
 mod input;
 mod later;
 mod lenses;
+mod memory;
 mod panel;
 mod pool;
 mod share;

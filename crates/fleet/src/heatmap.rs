@@ -170,33 +170,88 @@ pub fn heat_row(model: &RankModel, axis: &BinnedAxis, site_key: Option<&str>) ->
             (bin_max(&levels, initial, position, axis), site)
         }
     };
-    let mut max_bytes = 0;
-    let mut max_bin = None;
-    for (b, v) in values.iter().enumerate() {
-        if let Some(v) = *v {
-            if max_bin.is_none() || v > max_bytes {
-                max_bytes = v;
-                max_bin = Some(b as u32);
+    HeatRow::from_values(model.id.clone(), site, values)
+}
+
+impl HeatRow {
+    /// A row from its bins: its maximum, the first bin holding it and the floor's rise
+    /// worked out from them.
+    pub fn from_values(id: RankId, site: Option<Site>, values: Vec<Option<u64>>) -> HeatRow {
+        let mut max_bytes = 0;
+        let mut max_bin = None;
+        for (b, v) in values.iter().enumerate() {
+            if let Some(v) = *v {
+                if max_bin.is_none() || v > max_bytes {
+                    max_bytes = v;
+                    max_bin = Some(b as u32);
+                }
             }
         }
-    }
-    let recorded: Vec<u64> = values.iter().flatten().copied().collect();
-    let q = (recorded.len() / 4).max(1);
-    let floor_rise_bytes = match (recorded.first(), recorded.len()) {
-        (Some(_), n) => {
-            let head = recorded[..q.min(n)].iter().min().copied().unwrap_or(0);
-            let tail = recorded[n - q.min(n)..].iter().min().copied().unwrap_or(0);
-            i64::try_from(i128::from(tail) - i128::from(head)).unwrap_or(0)
+        let recorded: Vec<u64> = values.iter().flatten().copied().collect();
+        let q = (recorded.len() / 4).max(1);
+        let floor_rise_bytes = match (recorded.first(), recorded.len()) {
+            (Some(_), n) => {
+                let head = recorded[..q.min(n)].iter().min().copied().unwrap_or(0);
+                let tail = recorded[n - q.min(n)..].iter().min().copied().unwrap_or(0);
+                i64::try_from(i128::from(tail) - i128::from(head)).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        HeatRow {
+            id,
+            site,
+            values,
+            max_bytes,
+            max_bin,
+            floor_rise_bytes,
         }
-        _ => 0,
-    };
-    HeatRow {
-        id: model.id.clone(),
-        site,
-        values,
-        max_bytes,
-        max_bin,
-        floor_rise_bytes,
+    }
+
+    /// This row, binned on `from`, put on another axis `to` of the same kind: each bin
+    /// of `to` holds the maximum of the bins of `from` whose positions it shares, so no
+    /// peak is lost; a source bin straddling two target bins raises both, so a peak can
+    /// show one bin wider than on rows made on `to` from the trace itself
+    /// ([`heat_row`]). Where the two axes' bins line up (each target bin a union of
+    /// source bins, and each holding a position) the result equals [`heat_row`] on `to`. `None` when the kinds
+    /// differ (time against entry order: positions cannot be matched).
+    pub fn rebin(&self, from: &BinnedAxis, to: &BinnedAxis) -> Option<HeatRow> {
+        if from.kind != to.kind {
+            return None;
+        }
+        let mut out: Vec<Option<u64>> = vec![None; to.bins as usize];
+        let n = self.values.len().min(from.bins as usize);
+        for (b, v) in self.values.iter().take(n).enumerate() {
+            let Some(v) = *v else { continue };
+            let first = from.bin_start(b as u32);
+            let last = if b + 1 == from.bins as usize {
+                from.end
+            } else {
+                from.bin_start(b as u32 + 1).saturating_sub(1)
+            };
+            // An empty bin (more bins than positions), or one outside the target.
+            if last < first || last < to.start || first > to.end {
+                continue;
+            }
+            for slot in &mut out[to.bin_of(first)..=to.bin_of(last)] {
+                *slot = Some(slot.map_or(v, |s| s.max(v)));
+            }
+        }
+        // A target bin holding no position (more bins than positions) shows, as
+        // `bin_max` does, the level carried through it: at most the smaller of its
+        // neighbours with positions.
+        let empty =
+            |t: usize| t + 1 < out.len() && to.bin_start(t as u32) == to.bin_start(t as u32 + 1);
+        let mut carried = out.clone();
+        for t in (0..out.len()).filter(|&t| empty(t)) {
+            let before = (0..t).rev().find(|&u| !empty(u)).and_then(|u| out[u]);
+            let after = (t + 1..out.len()).find(|&u| !empty(u)).and_then(|u| out[u]);
+            carried[t] = before.zip(after).map(|(a, b)| a.min(b));
+        }
+        Some(HeatRow::from_values(
+            self.id.clone(),
+            self.site.clone(),
+            carried,
+        ))
     }
 }
 
@@ -289,5 +344,97 @@ mod tests {
                 None
             ]
         );
+    }
+
+    /// A small deterministic generator for the random cases below.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n.max(1)
+        }
+    }
+
+    fn row(values: Vec<Option<u64>>) -> HeatRow {
+        HeatRow::from_values(RankId::new("r.pickle", 0), None, values)
+    }
+
+    /// Rebinning a row made on a fine axis onto a coarser one, against the row made on
+    /// the coarse axis from the entries themselves: equal when the fine bins split the
+    /// coarse ones exactly; otherwise never below it, recorded wherever it is, and with
+    /// the same maximum.
+    #[test]
+    fn rebinned_rows_keep_every_peak() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..2_000 {
+            let n = 1 + rng.below(60) as usize;
+            let mut t = rng.below(1_000) as i64;
+            let times: Vec<i64> = (0..n)
+                .map(|_| {
+                    t += rng.below(50) as i64;
+                    t
+                })
+                .collect();
+            let levels: Vec<u64> = (0..n).map(|_| rng.below(1 << 20)).collect();
+            let initial = rng.below(1 << 20);
+            let start = times[0] - rng.below(100) as i64;
+            let end = times[n - 1] + rng.below(100) as i64;
+            // Sometimes more bins than positions (bins without a position of their own).
+            let coarse_bins = 1 + rng.below(if case % 4 == 0 { 400 } else { 40 }) as u32;
+            let coarse = BinnedAxis::new(AxisKind::TimeUs, start, end, coarse_bins);
+            let exact = row(bin_max(&levels, initial, |k| times[k], &coarse));
+
+            // Aligned: every coarse bin is a union of fine bins.
+            let fine = BinnedAxis::new(
+                AxisKind::TimeUs,
+                start,
+                end,
+                coarse_bins * (1 + rng.below(5) as u32),
+            );
+            let from_fine = row(bin_max(&levels, initial, |k| times[k], &fine));
+            let positions = |a: &BinnedAxis| a.end - a.start + 1;
+            if positions(&coarse) >= i64::from(coarse.bins) {
+                assert_eq!(
+                    from_fine.rebin(&fine, &coarse),
+                    Some(exact.clone()),
+                    "case {case}"
+                );
+            }
+            if positions(&fine) >= i64::from(fine.bins) {
+                assert_eq!(
+                    from_fine.rebin(&fine, &fine),
+                    Some(from_fine.clone()),
+                    "case {case}"
+                );
+            }
+
+            // Not aligned: the rank's own span and bin count, as a report stores it.
+            let own = BinnedAxis::new(
+                AxisKind::TimeUs,
+                times[0],
+                times[n - 1],
+                1 + rng.below(300) as u32,
+            );
+            let from_own = row(bin_max(&levels, initial, |k| times[k], &own));
+            let put = from_own.rebin(&own, &coarse).expect("same kind");
+            assert_eq!(put.max_bytes, exact.max_bytes, "case {case}");
+            for (b, (p, e)) in put.values.iter().zip(&exact.values).enumerate() {
+                if let Some(e) = e {
+                    assert!(
+                        p.is_some_and(|p| p >= *e),
+                        "case {case} bin {b}: {p:?} < {e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_do_not_move_between_time_and_entry_order() {
+        let time = BinnedAxis::new(AxisKind::TimeUs, 0, 99, 10);
+        let events = BinnedAxis::new(AxisKind::Events, 0, 99, 10);
+        assert_eq!(row(vec![Some(1); 10]).rebin(&time, &events), None);
     }
 }

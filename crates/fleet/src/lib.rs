@@ -88,7 +88,7 @@ pub use overview::{
     FloorGrowth, Metric, Outlier, OutlierRule, Overview, RankFacts, RankFigures, RankRow,
 };
 pub use phases::{phases, Phase, PhaseLanes, PhaseList, RankPhases};
-pub use rank::{row_labels, RankId, RankModel};
+pub use rank::{node_of, row_labels, RankId, RankModel};
 pub use sites::{Site, SiteKeys};
 pub use timeline::Timeline;
 

@@ -307,6 +307,57 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
+/// The distribution of one metric over the ranks: equal-width bins from the smallest
+/// value to the largest, each with the rows in it. The overview shows it above the
+/// table, so that hundreds of ranks read as one shape with its outliers named.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Histogram {
+    /// The smallest value (the first bin's start).
+    pub lo: f64,
+    /// The largest value (the last bin's end, included).
+    pub hi: f64,
+    /// The rows in each bin, by index into the values given.
+    pub bins: Vec<Vec<u32>>,
+}
+
+impl Histogram {
+    /// `values` in `bins` equal bins (one bin when every value is the same).
+    pub fn new(values: &[f64], bins: usize) -> Histogram {
+        let finite = || values.iter().copied().filter(|v| v.is_finite());
+        let lo = finite().fold(f64::INFINITY, f64::min);
+        let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+        if !lo.is_finite() {
+            return Histogram {
+                lo: 0.0,
+                hi: 0.0,
+                bins: Vec::new(),
+            };
+        }
+        let n = if hi > lo { bins.max(1) } else { 1 };
+        let mut out = vec![Vec::new(); n];
+        for (i, &v) in values.iter().enumerate() {
+            if v.is_finite() {
+                out[Self::bin_of(lo, hi, n, v)].push(i as u32);
+            }
+        }
+        Histogram { lo, hi, bins: out }
+    }
+
+    /// The bin of `v` among `n` bins over `lo..=hi`.
+    fn bin_of(lo: f64, hi: f64, n: usize, v: f64) -> usize {
+        if hi <= lo {
+            return 0;
+        }
+        (((v - lo) / (hi - lo) * n as f64) as usize).min(n - 1)
+    }
+
+    /// The start of bin `b` (and, for `b` = the number of bins, the end of the last).
+    pub fn edge(&self, b: usize) -> f64 {
+        let n = self.bins.len().max(1) as f64;
+        self.lo + (self.hi - self.lo) * b as f64 / n
+    }
+}
+
 /// The median and MAD of `values`.
 pub fn median_mad(values: &[f64]) -> (f64, f64) {
     let mut v = values.to_vec();
@@ -465,5 +516,48 @@ mod tests {
         assert!(flagged(&[600, 800, 1000, 1200, 700, 900, 1100, 1250]).is_empty());
         // Two ranks: nothing to compare with.
         assert!(flagged(&[1000, 2000]).is_empty());
+    }
+
+    /// Every value lands in the one bin whose edges hold it, each once; the extremes in
+    /// the first and last bins. Many random inputs, checked against the edges.
+    #[test]
+    fn histogram_bins_hold_their_values() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        for case in 0..500 {
+            let len = 1 + next(300) as usize;
+            let spread = 1 + next(1 << 40);
+            let values: Vec<f64> = (0..len)
+                .map(|_| (next(spread) + (1 << 30)) as f64)
+                .collect();
+            let bins = 1 + next(64) as usize;
+            let h = Histogram::new(&values, bins);
+            let mut seen = vec![0; len];
+            for (b, rows) in h.bins.iter().enumerate() {
+                for &i in rows {
+                    let v = values[i as usize];
+                    seen[i as usize] += 1;
+                    assert!(v >= h.edge(b) - 1e-6 * v.abs(), "case {case}");
+                    if b + 1 < h.bins.len() {
+                        assert!(v <= h.edge(b + 1) + 1e-6 * v.abs(), "case {case}");
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "case {case}");
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!((h.lo, h.hi), (lo, hi));
+            let first = values.iter().position(|&v| v == lo).unwrap() as u32;
+            let last = values.iter().position(|&v| v == hi).unwrap() as u32;
+            assert!(h.bins[0].contains(&first));
+            assert!(h.bins[h.bins.len() - 1].contains(&last));
+        }
+        assert_eq!(Histogram::new(&[5.0, 5.0], 10).bins, vec![vec![0, 1]]);
+        assert!(Histogram::new(&[], 10).bins.is_empty());
     }
 }

@@ -78,6 +78,39 @@ pub fn row_labels(ids: &[&RankId]) -> Vec<String> {
         .collect()
 }
 
+/// The node (host) a rank ran on, when its name says: the folder it sits in
+/// (`node03/rank12.pickle` → `node03`), else a `node…` or `host…` part of its file
+/// name (`host-a7_rank3.pickle` → `host-a7`, `job_node_12_rank5.pickle` → `node_12`).
+/// The fleet view groups heatmap rows by it.
+pub fn node_of(id: &RankId) -> Option<String> {
+    let path = id.path.replace('\\', "/");
+    if let Some((folder, _)) = path.rsplit_once('/') {
+        let folder = folder.trim_start_matches("./");
+        if !folder.is_empty() && folder != "." {
+            return Some(folder.to_owned());
+        }
+    }
+    let stem = id.file.split('.').next().unwrap_or(&id.file);
+    let parts: Vec<&str> = stem.split('_').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let lower = part.to_ascii_lowercase();
+        let Some(prefix) = ["node", "host"].into_iter().find(|p| lower.starts_with(p)) else {
+            continue;
+        };
+        if lower.len() > prefix.len() {
+            return Some((*part).to_owned());
+        }
+        // `node_12`: the name and its number are two parts.
+        if let Some(next) = parts
+            .get(i + 1)
+            .filter(|n| !n.is_empty() && !n.to_ascii_lowercase().starts_with("rank"))
+        {
+            return Some(format!("{part}_{next}"));
+        }
+    }
+    None
+}
+
 /// Everything derived from one device of one snapshot that the analyses share: the
 /// device's [`DeviceModel`] (shared, not copied: a worker hands the one it built for
 /// drawing) and what fleet adds to it. It does not borrow the [`Snapshot`] (functions
@@ -230,5 +263,21 @@ mod tests {
                 "other.pickle"
             ]
         );
+    }
+
+    #[test]
+    fn nodes_come_from_folders_and_names() {
+        let node = |p: &str| node_of(&RankId::new(p, 0));
+        assert_eq!(node("node03/rank12.pickle").as_deref(), Some("node03"));
+        assert_eq!(
+            node("job/node03/rank12.pickle").as_deref(),
+            Some("job/node03")
+        );
+        assert_eq!(node("host-a7_rank3.pickle").as_deref(), Some("host-a7"));
+        assert_eq!(node("job_node_12_rank5.pickle").as_deref(), Some("node_12"));
+        assert_eq!(node("Node7_rank1.pickle").as_deref(), Some("Node7"));
+        assert_eq!(node("node_rank1.pickle"), None);
+        assert_eq!(node("rank3.pickle"), None);
+        assert_eq!(node("./rank3.pickle"), None);
     }
 }

@@ -7,9 +7,11 @@
 //! Each piece of state has one owner, here: the shown device, the visible window of
 //! the memory timeline (every canvas under it follows its x range), the selected
 //! allocation (by id within the shown device, the same in every view), the moment,
-//! the range, the search and its cursor, the y scale, the lens tab and the help.
+//! the range, the search and its cursor, the y scale, the lens tab and the help; and
+//! the fleet view's settings ([`fleet`]).
 //! Web-free, so the interaction rules are tested natively.
 
+pub mod fleet;
 pub mod keys;
 pub mod names;
 pub mod requests;
@@ -158,6 +160,9 @@ pub struct State {
     pub lens_tab: LensTab,
     /// The keyboard help is open.
     pub help_open: bool,
+    /// The fleet view: which view is shown, the overview's sort, the heatmap's rows
+    /// ([`fleet::update`] changes it).
+    pub fleet: fleet::FleetView,
 }
 
 /// Something that happened: a user's action, or a worker's answer.

@@ -4,9 +4,10 @@
 //! Each worker answers for the ranks it holds, with compact data the page combines
 //! with `memscope-fleet`:
 //!
-//! - [`FleetRequest::Report`] → one `RankReport` per device (overview figures,
-//!   anomalies, phases): the overview, the anomaly list, the configuration grid and the
-//!   phase lanes are made from these alone.
+//! - [`FleetRequest::Report`] → one `RankEntry` per device, the record `memscope
+//!   report` writes (overview figures, anomalies, phases, the heatmap row on the rank's
+//!   own span, the call-site table for compare): the page keeps it for every rank, and
+//!   the fleet view works from these alone when the rank's model is not held.
 //! - [`FleetRequest::Heat`] → the rank's heatmap rows on the axis the page chose for
 //!   every rank; the bins travel as a transferred `Float64Array` per row.
 //! - Compare, when A and B may live in different workers: [`FleetRequest::CompareSide`]
@@ -21,7 +22,8 @@
 use js_sys::Float64Array;
 use serde::{Deserialize, Serialize};
 
-use memscope_fleet::{Align, BinnedAxis, CompareSide, HeatRow, RankReport};
+use memscope_fleet::{Align, BinnedAxis, CompareSide, HeatRow};
+use memscope_report::RankEntry;
 
 /// Which side of a comparison a message is about (A and B may be the same rank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +43,8 @@ pub enum FleetRequest {
         /// browser gives one, else the file name): anomaly keys and the configuration
         /// grid's run names come from it.
         path: String,
+        /// The size of the file read, when it was a file.
+        file_bytes: Option<u64>,
     },
     /// Heatmap rows of every device of the rank, on `axis`.
     Heat {
@@ -94,8 +98,8 @@ pub struct HeatRowData {
 /// A fleet answer about one rank.
 #[derive(Serialize, Deserialize)]
 pub enum FleetResponse {
-    /// Reports per device, in device order.
-    Report(Vec<RankReport>),
+    /// Records per device, in device order.
+    Report(Vec<RankEntry>),
     /// Heatmap rows per device, in device order.
     Heat {
         /// The request it answers.

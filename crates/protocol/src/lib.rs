@@ -93,6 +93,12 @@ pub enum Request {
         /// trip.
         view: ViewHint,
     },
+    /// Forget the model of `rank_key` (the page keeps its record and reads the file
+    /// again when the rank is opened): frees the worker's memory for other ranks.
+    Drop {
+        /// Which rank.
+        rank_key: u32,
+    },
     /// Stop loading `rank_key`.
     Cancel {
         /// Which rank.

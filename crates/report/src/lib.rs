@@ -155,20 +155,38 @@ pub fn records_of(
     models
         .iter()
         .map(|model| {
-            let report = RankReport::new(snap, model, thresholds);
-            let heat_axis = BinnedAxis::for_ranks(std::slice::from_ref(&report.facts), HEAT_BINS);
-            let heat = heat_row(model, &heat_axis, None);
-            let sites = compare_side(snap, model, &Align::Start, model.timeline.has_time());
-            Record::Rank(Box::new(RankEntry {
+            Record::Rank(Box::new(rank_entry(
+                snap,
+                model,
                 file_bytes,
-                report,
-                heat,
-                heat_axis,
-                sites,
-                warnings: warnings.clone(),
-            }))
+                warnings.clone(),
+                thresholds,
+            )))
         })
         .collect()
+}
+
+/// The record of one device of a loaded snapshot: what `memscope report` writes for
+/// it, and what the page keeps for every rank it has read.
+pub fn rank_entry(
+    snap: &Snapshot,
+    model: &RankModel,
+    file_bytes: Option<u64>,
+    warnings: Vec<Warning>,
+    thresholds: &Thresholds,
+) -> RankEntry {
+    let report = RankReport::new(snap, model, thresholds);
+    let heat_axis = BinnedAxis::for_ranks(std::slice::from_ref(&report.facts), HEAT_BINS);
+    let heat = heat_row(model, &heat_axis, None);
+    let sites = compare_side(snap, model, &Align::Start, model.timeline.has_time());
+    RankEntry {
+        file_bytes,
+        report,
+        heat,
+        heat_axis,
+        sites,
+        warnings,
+    }
 }
 
 /// Reads the snapshot at `path` and makes its records; a file that cannot be read

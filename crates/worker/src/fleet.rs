@@ -9,10 +9,9 @@
 use std::sync::Arc;
 
 use js_sys::Array;
-use memscope_fleet::{
-    compare_side, heat_row, side_curve, HeatRow, RankModel, RankReport, Thresholds,
-};
+use memscope_fleet::{compare_side, heat_row, side_curve, HeatRow, RankModel, Thresholds};
 use memscope_protocol::fleet::{bins_to_array, FleetRequest, FleetResponse, HeatRowData};
+use memscope_report::rank_entry;
 
 use crate::Rank;
 
@@ -49,12 +48,13 @@ pub fn handle(
 ) -> (FleetResponse, Array) {
     let transfer = Array::new();
     let response = match request {
-        FleetRequest::Report { path } => {
+        FleetRequest::Report { path, file_bytes } => {
             let th = Thresholds::default();
+            let warnings = rank.snap.warnings.report(&rank.snap.strings);
             FleetResponse::Report(
                 models(rank, cache, Some(&path))
                     .iter()
-                    .map(|m| RankReport::new(&rank.snap, m, &th))
+                    .map(|m| rank_entry(&rank.snap, m, file_bytes, warnings.clone(), &th))
                     .collect(),
             )
         }

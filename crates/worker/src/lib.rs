@@ -197,6 +197,11 @@ impl Worker for RankWorker {
                     wasm_bindgen_futures::spawn_local(run_queue(self.ranks.clone(), scope.clone()));
                 }
             }
+            Request::Drop { rank_key } => {
+                let mut ranks = self.ranks.borrow_mut();
+                ranks.loaded.remove(&rank_key);
+                ranks.fleet.remove(&rank_key);
+            }
             Request::Cancel { rank_key } => {
                 if let Some(flag) = self.ranks.borrow().loading.get(&rank_key) {
                     flag.set(true);

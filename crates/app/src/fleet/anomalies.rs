@@ -325,7 +325,7 @@ fn fragmentation_evidence(ev: &FragmentationEvidence) -> Vec<HtmlElement> {
     ]
 }
 
-fn outlier_evidence(o: &Outlier) -> Vec<HtmlElement> {
+fn outlier_evidence(app: &App, o: &Outlier) -> Vec<HtmlElement> {
     let facts = facts_list(&[
         ("Value", format_bytes(o.value)),
         ("Median of the ranks", format_bytes(o.median as u64)),
@@ -340,7 +340,7 @@ fn outlier_evidence(o: &Outlier) -> Vec<HtmlElement> {
                     format!("{z:.1} (MAD {})", format_bytes(o.mad as u64))
                 }),
         ),
-        ("Compared with", who_label(&o.reference)),
+        ("Compared with", who_label(app, &o.reference)),
     ]);
     let mut out = vec![facts];
     if !o.grown_sites.is_empty() {
@@ -448,7 +448,7 @@ pub fn render(app: &App) {
         let li = el_text(
             "li",
             "",
-            &format!("{}: {}", who_label(&r.id), r.iterations.describe()),
+            &format!("{}: {}", who_label(app, &r.id), r.iterations.describe()),
         );
         attr(&li, "data-iterations", r.iterations.source_name());
         append(&notes, &li);
@@ -509,7 +509,10 @@ pub fn render(app: &App) {
         );
         attr(&badge, "title", &kind_rule(a.kind));
         append(&head, &badge);
-        append(&head, &el_text("span", "anomaly-where", &who_label(&a.id)));
+        append(
+            &head,
+            &el_text("span", "anomaly-where", &who_label(app, &a.id)),
+        );
         append(&head, &bytes_cell("span", "anomaly-bytes", a.bytes));
         if let Some(s) = &a.site {
             append(&head, &el_text("span", "anomaly-site", &s.label));
@@ -521,7 +524,7 @@ pub fn render(app: &App) {
         attr(
             &show,
             "aria-label",
-            &format!("Show on {}'s timeline", who_label(&a.id)),
+            &format!("Show on {}'s timeline", who_label(app, &a.id)),
         );
         append(&head, &show);
         if a.site.is_some() {
@@ -545,7 +548,7 @@ pub fn render(app: &App) {
             Evidence::Stall(ev) => stall_evidence(ev),
             Evidence::Oom(ev) => oom_evidence(ev),
             Evidence::Fragmentation(ev) => fragmentation_evidence(ev),
-            Evidence::Outlier(o) => outlier_evidence(o),
+            Evidence::Outlier(o) => outlier_evidence(app, o),
         };
         for p in parts {
             append(&details, &p);

@@ -8,14 +8,17 @@
 //!    (a transferred array);
 //! 3. `combine` → the `Comparison`.
 //!
+//! A side no worker holds (a rank of a report file) gives its record's call-site table
+//! for 1 and its heatmap row, put on the shared axis, for 2: aligned by start only.
+//!
 //! Each row links to its allocations: the side's rank opens at its peak with the
 //! site's allocations live there selected.
 
 use memscope_figures::curves::{top_bytes, COLOR_A, COLOR_B};
 use memscope_figures::{Size, Style};
 use memscope_fleet::{
-    combine, curve_axis, sort_sites, Align, AxisKind, Change, CompareSide, Comparison, Curves,
-    SiteDiff, SortKey,
+    combine, curve_axis, sort_sites, Align, AxisKind, BinnedAxis, Change, CompareSide, Comparison,
+    Curves, SiteDiff, SortKey,
 };
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, Side};
 use memscope_protocol::Request;
@@ -24,6 +27,7 @@ use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlSelectElement};
 
+use super::filed::{entry, KEY_BASE};
 use super::{
     bytes_cell, data, draw, focus, sort_header, who_label, Combined, Moment, Target, Window,
 };
@@ -136,9 +140,9 @@ fn side_select(c: &Combined, id: &str, label: &str, value: Option<(u32, i32)>) -
     attr(&select, "data-action", "compare-option");
     for (i, f) in c.facts.iter().enumerate() {
         let text = if f.figures.id.rank.is_some() {
-            format!("{} — {}", who_label(&f.figures.id), f.figures.id.path)
+            format!("{} — {}", c.label(&f.figures.id), f.figures.id.path)
         } else {
-            who_label(&f.figures.id)
+            c.label(&f.figures.id)
         };
         let o = el_text("option", "", &text);
         attr(&o, "value", &who_value(c.who[i]));
@@ -249,7 +253,7 @@ fn render_result(app: &App, cmp: &Comparison, body: &HtmlElement) {
         append(&facts, &dt);
         let mut text = format!(
             "{} ({}), peak allocated {}, {} allocations",
-            who_label(&side.id),
+            who_label(app, &side.id),
             side.id.path,
             format_bytes(side.peak_allocated_bytes),
             format_count(side.allocations)
@@ -285,8 +289,8 @@ fn render_result(app: &App, cmp: &Comparison, body: &HtmlElement) {
         "aria-label",
         &format!(
             "Allocated bytes of A ({}) and B ({}) over {}",
-            who_label(&cmp.a.id),
-            who_label(&cmp.b.id),
+            who_label(app, &cmp.a.id),
+            who_label(app, &cmp.b.id),
             match cmp.curves.axis.kind {
                 AxisKind::TimeUs => "time since each side's zero",
                 AxisKind::Events => "trace entries",
@@ -544,8 +548,8 @@ pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
         .and_then(|r| r.result.as_ref())?;
     Some(memscope_figures::curves::svg(
         &cmp.curves,
-        &who_label(&cmp.a.id),
-        &who_label(&cmp.b.id),
+        &who_label(app, &cmp.a.id),
+        &who_label(app, &cmp.b.id),
         style,
         size,
     ))
@@ -624,7 +628,27 @@ pub fn run(app: &mut App) {
     };
     let id = app.fleet.next_id();
     let mut error = None;
+    let mut from_records = Vec::new();
     for (side, (key, device)) in [(Side::A, a), (Side::B, b)] {
+        // A rank no worker holds (from a report file) compares by its record: its
+        // call-site table, aligned at its first entry on its own clock.
+        if key >= KEY_BASE || app.slot_of(key).is_none() {
+            match entry(app, key, device) {
+                Some(e) if align == Align::Start && e.sites.has_time == use_time => {
+                    from_records.push((side, e.sites.clone()));
+                }
+                Some(_) => {
+                    error = Some(
+                        "A rank from the report file compares only from the start of its \
+                         trace, against a rank with a clock like its own: open its snapshot \
+                         for the rest."
+                            .to_owned(),
+                    )
+                }
+                None => error = Some("A rank to compare is no longer loaded.".to_owned()),
+            }
+            continue;
+        }
         match app.slot_of(key) {
             Some(slot) => app.pool.send(
                 slot,
@@ -656,6 +680,16 @@ pub fn run(app: &mut App) {
         error,
     });
     render(app);
+    for (side, data) in from_records {
+        on_side(app, id, side, data);
+    }
+}
+
+/// Whether a comparison on its way waits on rank `key`'s worker.
+pub fn waits_on(app: &App, key: u32) -> bool {
+    app.fleet.compare.run.as_ref().is_some_and(|r| {
+        r.result.is_none() && r.error.is_none() && r.who.iter().any(|w| w.0 == key)
+    })
 }
 
 fn current(app: &mut App, id: u32) -> Option<&mut Run> {
@@ -676,6 +710,22 @@ pub fn on_side(app: &mut App, id: u32, side: Side, data: CompareSide) {
     let (who, use_time) = (run.who, run.use_time);
     for (i, side) in [Side::A, Side::B].into_iter().enumerate() {
         let (key, device) = who[i];
+        if key >= KEY_BASE || app.slot_of(key).is_none() {
+            // The record's heatmap row, on the side's relative axis.
+            let values = entry(app, key, device).and_then(|e| {
+                let own = BinnedAxis {
+                    start: e.heat_axis.start.saturating_sub(zeros[i]),
+                    end: e.heat_axis.end.saturating_sub(zeros[i]),
+                    ..e.heat_axis
+                };
+                e.heat.rebin(&own, &axis).map(|r| r.values)
+            });
+            match values {
+                Some(v) => set_curve(app, id, side, v),
+                None => on_missing(app, id),
+            }
+            continue;
+        }
         if let Some(slot) = app.slot_of(key) {
             app.pool.send(
                 slot,
@@ -697,10 +747,15 @@ pub fn on_side(app: &mut App, id: u32, side: Side, data: CompareSide) {
 
 /// A side's curve arrived; with both, combine.
 pub fn on_curve(app: &mut App, id: u32, side: Side, values: &js_sys::Float64Array) {
+    set_curve(app, id, side, bins_from_array(values));
+}
+
+/// A side's curve is known; with both, combine.
+fn set_curve(app: &mut App, id: u32, side: Side, values: Vec<Option<u64>>) {
     let Some(run) = current(app, id) else {
         return;
     };
-    run.curves[side_index(side)] = Some(bins_from_array(values));
+    run.curves[side_index(side)] = Some(values);
     let ([Some(a), Some(b)], [Some(ca), Some(cb)]) = (&run.sides, &run.curves) else {
         return;
     };
@@ -798,7 +853,7 @@ pub fn on_select(app: &mut App, target: &Element) {
     let label = format!(
         "{} on {} ({})",
         row.site.label,
-        who_label(&info.id),
+        who_label(app, &info.id),
         if side.ids_at_peak.is_empty() {
             "largest"
         } else {

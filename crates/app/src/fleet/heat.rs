@@ -3,19 +3,28 @@
 //!
 //! The page picks the axis every rank shares (`BinnedAxis::for_ranks`: the span of every
 //! rank's `time_us`, or entry order when some rank has none) and asks each worker for
-//! its rows on it; the bins come back as transferred arrays. A click on a cell opens
+//! its rows on it; the bins come back as transferred arrays. A rank no worker holds
+//! (from a report file) gives the row of its record, made on its own span in
+//! `memscope_report::HEAT_BINS` bins and put on the shared axis (`HeatRow::rebin`:
+//! no peak lost, a peak may look up to one bin wider); the note says how many. A click on a cell opens
 //! that rank's timeline zoomed to that moment, with the moment set there.
+//!
+//! For hundreds of ranks the rows can be sorted by a metric (the highest peak, or the
+//! floor rising most: leaks first) and grouped by the node the names say the rank ran
+//! on (`memscope_fleet::node_of`), each group's first row naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use memscope_figures::heatmap::bin_color;
 use memscope_figures::{Size, Style};
-use memscope_fleet::{AnomalyKind, AxisKind, BinnedAxis, HeatRow, Heatmap};
+use memscope_fleet::{node_of, AnomalyKind, AxisKind, BinnedAxis, HeatRow, Heatmap};
 use memscope_protocol::fleet::{bins_from_array, FleetRequest, HeatRowData};
 use memscope_protocol::Request;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
+
+use memscope_page::fleet::{update, FleetMsg, FleetView, Redraw, RowOrder};
 
 use super::draw;
 use super::{all_reported, focus, who_label, Moment, Target, Window};
@@ -36,13 +45,17 @@ struct Asked {
     axis: BinnedAxis,
     site_key: Option<String>,
     keys: Vec<u32>,
+    /// Rows taken from the ranks' records (no worker holds them).
+    from_records: usize,
+    /// Of those, rows left blank: a call site's rows need the snapshot.
+    blank: usize,
 }
 
 /// The heatmap's state.
 #[derive(Default)]
 pub struct State {
-    /// Restrict the rows to this call site.
-    site_key: Option<String>,
+    /// The combined rows the shown heatmap was made from (its rows may be reordered).
+    made_from: Vec<(u32, i32)>,
     asked: Option<Asked>,
     /// Ranks that have not answered the last question yet.
     pending: BTreeSet<u32>,
@@ -76,7 +89,7 @@ pub fn maybe_request(app: &mut App) {
     let axis = BinnedAxis::for_ranks(&c.facts, BINS);
     let mut keys: Vec<u32> = c.who.iter().map(|w| w.0).collect();
     keys.dedup();
-    let site_key = app.fleet.heat.site_key.clone();
+    let site_key = app.page.fleet.site_key.clone();
     if app
         .fleet
         .heat
@@ -86,8 +99,26 @@ pub fn maybe_request(app: &mut App) {
     {
         return;
     }
-    let id = app.fleet.next_id();
     let mut pending = BTreeSet::new();
+    let mut recorded: BTreeMap<u32, Vec<HeatRow>> = BTreeMap::new();
+    let (mut from_records, mut blank) = (0, 0);
+    for (i, &(key, _)) in c.who.iter().enumerate() {
+        if app.slot_of(key).is_some() {
+            continue;
+        }
+        let entry = &c.entries[i];
+        let row = match &site_key {
+            None => entry.heat.rebin(&entry.heat_axis, &axis),
+            Some(_) => None,
+        };
+        from_records += 1;
+        if row.is_none() {
+            blank += 1;
+        }
+        // A blank row is filled in as "not recorded" when the map is assembled.
+        recorded.entry(key).or_default().extend(row);
+    }
+    let id = app.fleet.next_id();
     for &key in &keys {
         let Some(slot) = app.slot_of(key) else {
             continue;
@@ -111,10 +142,21 @@ pub fn maybe_request(app: &mut App) {
         axis,
         site_key,
         keys,
+        from_records,
+        blank,
     });
     h.pending = pending;
-    h.rows.clear();
-    render_note(app);
+    h.rows = recorded;
+    if h.pending.is_empty() {
+        assemble(app);
+    } else {
+        render_note(app);
+    }
+}
+
+/// Whether the heatmap waits on rank `key`'s worker.
+pub fn waits_on(app: &App, key: u32) -> bool {
+    app.fleet.heat.pending.contains(&key)
 }
 
 /// A worker sent its rows.
@@ -135,9 +177,17 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
         .collect();
     h.rows.insert(rank_key, rows);
     h.pending.remove(&rank_key);
-    if !h.pending.is_empty() {
-        return;
+    if h.pending.is_empty() {
+        assemble(app);
     }
+}
+
+/// Every row is in: the heatmap in overview order, drawn.
+fn assemble(app: &mut App) {
+    let h = &mut app.fleet.heat;
+    let Some(asked) = &h.asked else {
+        return;
+    };
     let axis = asked.axis;
     let Some(c) = &app.fleet.combined else {
         return;
@@ -160,6 +210,7 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
         rows.push(row);
     }
     let max_bytes = rows.iter().map(|r| r.max_bytes).max().unwrap_or(0);
+    h.made_from = c.who.clone();
     h.shown = Some((
         Heatmap {
             axis,
@@ -168,13 +219,72 @@ pub fn on_rows(app: &mut App, rank_key: u32, id: u32, rows: Vec<HeatRowData>) {
         },
         c.who.clone(),
     ));
+    reorder(h, &app.page.fleet);
     render(app);
     super::lanes::render(app);
 }
 
+/// Puts the shown rows in the chosen order: by node first when grouped, then by the
+/// metric, then as the overview lists them.
+fn reorder(h: &mut State, view: &FleetView) {
+    let (order, by_node) = (view.rows, view.by_node);
+    let position: BTreeMap<(u32, i32), usize> = h
+        .made_from
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (*w, i))
+        .collect();
+    let Some((map, who)) = h.shown.as_mut() else {
+        return;
+    };
+    let mut perm: Vec<usize> = (0..map.rows.len()).collect();
+    let nodes: Vec<Option<String>> = map.rows.iter().map(|r| node_of(&r.id)).collect();
+    perm.sort_by(|&a, &b| {
+        let group = if by_node {
+            // Rows without a node after the others.
+            (nodes[a].is_none(), &nodes[a]).cmp(&(nodes[b].is_none(), &nodes[b]))
+        } else {
+            std::cmp::Ordering::Equal
+        };
+        let metric = match order {
+            RowOrder::Rank => std::cmp::Ordering::Equal,
+            RowOrder::Peak => map.rows[b].max_bytes.cmp(&map.rows[a].max_bytes),
+            RowOrder::FloorRise => map.rows[b]
+                .floor_rise_bytes
+                .cmp(&map.rows[a].floor_rise_bytes),
+        };
+        let listed = |i: usize| position.get(&who[i]).copied().unwrap_or(usize::MAX);
+        group.then(metric).then(listed(a).cmp(&listed(b)))
+    });
+    map.rows = perm.iter().map(|&i| map.rows[i].clone()).collect();
+    *who = perm.iter().map(|&i| who[i]).collect();
+}
+
+/// The row order or the grouping changed.
+pub fn on_order(app: &mut App, target: &Element) {
+    let msg = if let Some(select) = target.dyn_ref::<HtmlSelectElement>() {
+        FleetMsg::OrderRows(RowOrder::named(&select.value()).unwrap_or_default())
+    } else if let Some(input) = target.dyn_ref::<web_sys::HtmlInputElement>() {
+        FleetMsg::GroupByNode(input.checked())
+    } else {
+        return;
+    };
+    if update(&mut app.page.fleet, msg) == Redraw::HeatOrder {
+        reorder(&mut app.fleet.heat, &app.page.fleet);
+        render(app);
+    }
+}
+
+/// `1 row` / `3 rows`.
+fn app_plural(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", n, if n == 1 { one } else { many })
+}
+
 /// Restricts the heatmap to a call site (or shows all allocations).
 pub fn set_site(app: &mut App, site_key: Option<String>) {
-    app.fleet.heat.site_key = site_key;
+    if update(&mut app.page.fleet, FleetMsg::Site(site_key)) == Redraw::Nothing {
+        return;
+    }
     render_controls(app);
     maybe_request(app);
 }
@@ -191,6 +301,31 @@ pub fn on_site(app: &mut App, target: &Element) {
 /// Fills the call-site menu: all allocations, the anomalies' sites, then the sites
 /// holding the most at the ranks' peaks.
 pub fn render_controls(app: &App) {
+    let sort: HtmlSelectElement = by_id("heat-sort");
+    clear(&sort);
+    for o in RowOrder::ALL {
+        let option = el_text("option", "", o.label());
+        attr(&option, "value", o.name());
+        append(&sort, &option);
+    }
+    sort.set_value(app.page.fleet.rows.name());
+    let group: web_sys::HtmlInputElement = by_id("heat-group");
+    let any_node = app
+        .fleet
+        .combined
+        .as_ref()
+        .is_some_and(|c| c.facts.iter().any(|f| node_of(&f.figures.id).is_some()));
+    group.set_disabled(!any_node);
+    group.set_checked(app.page.fleet.by_node);
+    attr(
+        &group,
+        "title",
+        if any_node {
+            "Group the rows by the node (folder, or node…/host… in the file name) each rank ran on"
+        } else {
+            "No rank's name says which node it ran on (a folder, or node…/host… in the file name)"
+        },
+    );
     let select: HtmlSelectElement = by_id("heat-site");
     clear(&select);
     let all = el_text("option", "", "All allocations");
@@ -232,7 +367,7 @@ pub fn render_controls(app: &App) {
         attr(&o, "value", &key);
         append(&select, &o);
     }
-    select.set_value(app.fleet.heat.site_key.as_deref().unwrap_or(""));
+    select.set_value(app.page.fleet.site_key.as_deref().unwrap_or(""));
 }
 
 /// The sentence under the title: what the colours and the axis are.
@@ -243,7 +378,7 @@ fn render_note(app: &App) {
         note.set_text_content(Some(""));
         return;
     };
-    let what = match (&h.site_key, &h.shown) {
+    let what = match (&app.page.fleet.site_key, &h.shown) {
         (Some(_), Some((map, _))) => map
             .rows
             .iter()
@@ -269,10 +404,23 @@ fn render_note(app: &App) {
     } else {
         " (updating…)"
     };
+    let records = match (asked.from_records, asked.blank) {
+        (0, _) => String::new(),
+        (n, 0) => format!(
+            " {} from the report file: made on the rank's own span in {} bins and put on \
+             this axis, so a peak may look up to one bin wider.",
+            app_plural(n, "row comes", "rows come"),
+            memscope_report::HEAT_BINS
+        ),
+        (_, blank) => format!(
+            " {} from the report file left blank: a call site's rows need the snapshot.",
+            app_plural(blank, "row", "rows")
+        ),
+    };
     note.set_text_content(Some(&format!(
         "{axis} colour: the most bytes held by {what} in each of {} bins; blank where the \
          rank recorded nothing. ▲ marks a rank with a leak suspect: its floor rises, \
-         iteration after iteration. Click a cell to open that rank at that moment.{loading}",
+         iteration after iteration. Click a cell to open that rank at that moment.{records}{loading}",
         asked.axis.bins
     )));
 }
@@ -283,7 +431,7 @@ fn leaks_of<'a>(app: &'a App, id: &memscope_fleet::RankId) -> Vec<&'a memscope_f
     let Some(c) = &app.fleet.combined else {
         return Vec::new();
     };
-    let site = app.fleet.heat.site_key.as_deref();
+    let site = app.page.fleet.site_key.as_deref();
     c.report
         .anomalies
         .iter()
@@ -307,14 +455,30 @@ pub fn render(app: &App) {
         .heat
         .shown
         .as_ref()
-        .filter(|(_, who)| Some(who) == current)
+        .filter(|_| Some(&app.fleet.heat.made_from) == current)
     else {
         clear(&axis_el);
         let _ = draw::context(&canvas, 0.0);
         return;
     };
+    let by_node = app.page.fleet.by_node;
+    let mut group_starts = Vec::new();
+    let mut previous: Option<Option<String>> = None;
     for (i, row) in map.rows.iter().enumerate() {
         let li = el("li", "heat-label");
+        if by_node {
+            let node = node_of(&row.id);
+            if previous.as_ref() != Some(&node) {
+                let _ = li.class_list().add_1("group-start");
+                let name = node
+                    .clone()
+                    .unwrap_or_else(|| "no node in the name".to_owned());
+                attr(&li, "data-group", &name);
+                append(&li, &el_text("span", "heat-group", &name));
+                group_starts.push(i);
+            }
+            previous = Some(node);
+        }
         attr(&li, "data-key", &who[i].0.to_string());
         attr(&li, "data-device", &who[i].1.to_string());
         attr(&li, "data-file", &row.id.file);
@@ -329,7 +493,7 @@ pub fn render(app: &App) {
             "data-floor-rise-bytes",
             &row.floor_rise_bytes.to_string(),
         );
-        let button = el_text("button", "heat-name", &who_label(&row.id));
+        let button = el_text("button", "heat-name", &who_label(app, &row.id));
         attr(&button, "type", "button");
         attr(&button, "data-action", "focus-rank");
         attr(&button, "data-key", &who[i].0.to_string());
@@ -337,7 +501,7 @@ pub fn render(app: &App) {
         attr(&button, "data-row", &i.to_string());
         let mut title = format!(
             "{}: at most {}; floor {} {} from the first quarter to the last",
-            who_label(&row.id),
+            who_label(app, &row.id),
             format_bytes(row.max_bytes),
             if row.floor_rise_bytes >= 0 {
                 "rises by"
@@ -426,6 +590,11 @@ pub fn render(app: &App) {
     for r in 1..map.rows.len() {
         ctx.fill_rect(0.0, r as f64 * ROW_PX - 0.5, width, 1.0);
     }
+    // A stronger line where a node's rows start.
+    ctx.set_fill_style_str("rgba(127, 127, 127, 0.9)");
+    for &r in group_starts.iter().filter(|&&r| r > 0) {
+        ctx.fill_rect(0.0, r as f64 * ROW_PX - 1.0, width, 2.0);
+    }
     let span = (map.axis.end - map.axis.start) as f64;
     draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
 }
@@ -439,7 +608,7 @@ pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
         .shown
         .as_ref()
         .filter(|(_, who)| Some(who) == current)?;
-    let labels: Vec<String> = map.rows.iter().map(|r| who_label(&r.id)).collect();
+    let labels: Vec<String> = map.rows.iter().map(|r| who_label(app, &r.id)).collect();
     Some(memscope_figures::heatmap::svg(map, &labels, style, size))
 }
 
@@ -458,44 +627,47 @@ fn cell_at(app: &App, e: &MouseEvent) -> Option<(usize, u32)> {
     (row < map.rows.len()).then_some((row, bin.min(map.axis.bins - 1)))
 }
 
-/// Hover readout and click-to-open on the canvas.
+/// The pointer moved over the page (the window's router, `crate::input`): the readout
+/// of the cell under it, if it is over the heatmap.
+pub fn on_hover(app: &App, e: &MouseEvent) {
+    let over = e
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|t| t.id() == "heat-canvas");
+    if !over {
+        return;
+    }
+    let hover: HtmlElement = by_id("heat-hover");
+    let Some(((map, _), (row, bin))) = app.fleet.heat.shown.as_ref().zip(cell_at(app, e)) else {
+        dom::show(&hover, false);
+        return;
+    };
+    let r = &map.rows[row];
+    let start = map.axis.bin_start(bin);
+    let mut lines = vec![who_label(app, &r.id)];
+    match map.axis.kind {
+        AxisKind::TimeUs => {
+            lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
+            lines.push(draw::clock(start as f64));
+        }
+        AxisKind::Events => lines.push(format!("entry #{}", format_count(start.max(0) as u64))),
+    }
+    lines.push(match r.values.get(bin as usize).copied().flatten() {
+        Some(v) => format!("{} allocated at most", format_bytes(v)),
+        None => "nothing recorded".to_owned(),
+    });
+    hover.set_text_content(Some(&lines.join("\n")));
+    dom::show_tooltip(
+        &hover,
+        &canvas_parent(),
+        f64::from(e.client_x()),
+        f64::from(e.client_y()),
+    );
+}
+
+/// Click-to-open on the canvas (its hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
     let canvas: HtmlCanvasElement = by_id("heat-canvas");
-    {
-        let app = app.clone();
-        on(&canvas, "mousemove", move |e: MouseEvent| {
-            let app = app.borrow();
-            let hover: HtmlElement = by_id("heat-hover");
-            let Some(((map, _), (row, bin))) = app.fleet.heat.shown.as_ref().zip(cell_at(&app, &e))
-            else {
-                dom::show(&hover, false);
-                return;
-            };
-            let r = &map.rows[row];
-            let start = map.axis.bin_start(bin);
-            let mut lines = vec![who_label(&r.id)];
-            match map.axis.kind {
-                AxisKind::TimeUs => {
-                    lines.push(format!("+{}", format_duration_us(start - map.axis.start)));
-                    lines.push(draw::clock(start as f64));
-                }
-                AxisKind::Events => {
-                    lines.push(format!("entry #{}", format_count(start.max(0) as u64)))
-                }
-            }
-            lines.push(match r.values.get(bin as usize).copied().flatten() {
-                Some(v) => format!("{} allocated at most", format_bytes(v)),
-                None => "nothing recorded".to_owned(),
-            });
-            hover.set_text_content(Some(&lines.join("\n")));
-            dom::show_tooltip(
-                &hover,
-                &canvas_parent(),
-                f64::from(e.client_x()),
-                f64::from(e.client_y()),
-            );
-        });
-    }
     on(&canvas, "mouseleave", move |_: MouseEvent| {
         dom::show(&by_id::<HtmlElement>("heat-hover"), false);
     });
@@ -557,6 +729,6 @@ fn target_at(app: &App, e: &MouseEvent) -> Option<Target> {
         moment: Some(moment),
         ids: Vec::new(),
         total_ids: 0,
-        label: who_label(&map.rows[row].id),
+        label: who_label(app, &map.rows[row].id),
     })
 }

@@ -172,13 +172,13 @@ pub fn render(app: &App) {
         );
         attr(&li, "data-count", &list.phases.len().to_string());
         attr(&li, "data-shown", &shown.to_string());
-        let name = el_text("span", "heat-name", &who_label(id));
+        let name = el_text("span", "heat-name", &who_label(app, id));
         attr(
             &name,
             "title",
             &format!(
                 "{}: {} phases ({} drawn here)",
-                who_label(id),
+                who_label(app, id),
                 format_count(list.phases.len() as u64),
                 format_count(shown as u64)
             ),
@@ -283,40 +283,45 @@ fn phase_text(p: &Phase) -> String {
     format!("{} · {duration}{at}", p.name)
 }
 
-/// Hover readout and click-to-open on the fleet lanes.
+/// The pointer moved over the page (the window's router, `crate::input`): the readout
+/// of the phase under it, if it is over the lanes.
+pub fn on_hover(app: &App, e: &MouseEvent) {
+    let Some(canvas) = e
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .filter(|t| t.id() == "lanes-canvas")
+    else {
+        return;
+    };
+    let hover: HtmlElement = by_id("lanes-hover");
+    let lists = rows_phases(app);
+    let Some((row, k)) = phase_at(app, e) else {
+        dom::show(&hover, false);
+        return;
+    };
+    let (Some(c), Some(list)) = (&app.fleet.combined, lists.get(row)) else {
+        return;
+    };
+    let Some(p) = list.phases.get(k) else { return };
+    hover.set_text_content(Some(&format!(
+        "{}\n{}",
+        who_label(app, &c.facts[row].figures.id),
+        phase_text(p)
+    )));
+    let Some(plot) = canvas.parent_element() else {
+        return;
+    };
+    dom::show_tooltip(
+        &hover,
+        &plot,
+        f64::from(e.client_x()),
+        f64::from(e.client_y()),
+    );
+}
+
+/// Click-to-open on the fleet lanes (their hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
     let canvas: HtmlCanvasElement = by_id("lanes-canvas");
-    {
-        let app = app.clone();
-        let canvas_el = canvas.clone();
-        on(&canvas, "mousemove", move |e: MouseEvent| {
-            let app = app.borrow();
-            let hover: HtmlElement = by_id("lanes-hover");
-            let lists = rows_phases(&app);
-            let Some((row, k)) = phase_at(&app, &e) else {
-                dom::show(&hover, false);
-                return;
-            };
-            let (Some(c), Some(list)) = (&app.fleet.combined, lists.get(row)) else {
-                return;
-            };
-            let Some(p) = list.phases.get(k) else { return };
-            hover.set_text_content(Some(&format!(
-                "{}\n{}",
-                who_label(&c.facts[row].figures.id),
-                phase_text(p)
-            )));
-            let Some(plot) = canvas_el.parent_element() else {
-                return;
-            };
-            dom::show_tooltip(
-                &hover,
-                &plot,
-                f64::from(e.client_x()),
-                f64::from(e.client_y()),
-            );
-        });
-    }
     on(&canvas, "mouseleave", move |_: MouseEvent| {
         dom::show(&by_id::<HtmlElement>("lanes-hover"), false);
     });
@@ -366,8 +371,8 @@ fn active_phases(app: &App) -> Option<&PhaseList> {
         .reports
         .get(&key)?
         .iter()
-        .find(|r| r.facts.figures.id.device == device)
-        .map(|r| &r.phases)
+        .find(|r| r.report.facts.figures.id.device == device)
+        .map(|r| &r.report.phases)
 }
 
 /// Draws the lane above the timeline for the shown device and view.

@@ -1,10 +1,13 @@
-//! The overview: one row per (rank, device) with its figures and a bar, sortable by
-//! any column; outlier ranks flagged by `memscope_fleet::overview`'s rule. A click (or
-//! Enter) on a row opens that rank's timeline.
+//! The overview: the distribution of the sorted metric over every rank (a histogram,
+//! its outliers named), then one row per (rank, device) with its figures and a bar,
+//! sortable by any column; outlier ranks flagged by `memscope_fleet::overview`'s rule.
+//! A click (or Enter) on a row, or on an outlier's name, opens that rank's timeline.
+//! With hundreds of ranks the table lists the first [`ROWS_SHOWN`] in the chosen order
+//! until asked for all.
 
 use memscope_figures::bars::{bar_color, Bar, Bars, Unit};
 use memscope_figures::{Size, Style};
-use memscope_fleet::overview::median_mad;
+use memscope_fleet::overview::{median_mad, Histogram};
 use memscope_fleet::{Metric, OutlierRule, RankRow};
 use memscope_snapshot::units::{format_bytes, format_count};
 use web_sys::{Element, HtmlElement};
@@ -13,58 +16,18 @@ use super::{bytes_cell, data, focus, sort_header, who_label, Moment, Target};
 use crate::app::App;
 use crate::dom::{append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
+use memscope_page::fleet::{FleetMsg, OverviewCol};
 
-/// A column of the overview.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Col {
-    /// Rank order (as loaded).
-    #[default]
-    Rank,
-    /// Peak allocated bytes.
-    PeakAllocated,
-    /// Peak reserved bytes.
-    PeakReserved,
-    /// Allocated bytes at the snapshot.
-    AtSnapshot,
-    /// Trace entries.
-    Events,
-    /// OOM entries.
-    Ooms,
+/// A column of the overview (its state is the page model's).
+type Col = OverviewCol;
+
+/// What the page shows of a column.
+trait ColValue {
+    /// The value a bar shows (the rank column shows peak allocated bytes).
+    fn value(self, row: &RankRow) -> f64;
 }
 
-impl Col {
-    const ALL: [Col; 6] = [
-        Col::Rank,
-        Col::PeakAllocated,
-        Col::PeakReserved,
-        Col::AtSnapshot,
-        Col::Events,
-        Col::Ooms,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Col::Rank => "rank",
-            Col::PeakAllocated => "peak-allocated",
-            Col::PeakReserved => "peak-reserved",
-            Col::AtSnapshot => "at-snapshot",
-            Col::Events => "events",
-            Col::Ooms => "ooms",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Col::Rank => "Rank",
-            Col::PeakAllocated => "Peak allocated",
-            Col::PeakReserved => "Peak reserved",
-            Col::AtSnapshot => "At snapshot",
-            Col::Events => "Events",
-            Col::Ooms => "OOMs",
-        }
-    }
-
-    /// The value a bar shows (the rank column shows peak allocated bytes).
+impl ColValue for Col {
     fn value(self, row: &RankRow) -> f64 {
         match self {
             Col::Rank | Col::PeakAllocated => row.figures.peak_allocated_bytes as f64,
@@ -76,34 +39,158 @@ impl Col {
     }
 }
 
-/// How the overview is sorted.
-#[derive(Default)]
-pub struct State {
-    col: Col,
-    descending: bool,
+/// Rows listed before "Show all" (sorting redraws only these).
+const ROWS_SHOWN: usize = 128;
+
+/// Lists every row.
+pub fn on_show_all(app: &mut App) {
+    app.fleet.overview_all = true;
+    render(app);
+}
+
+/// Bins of the overview's histogram.
+const HISTOGRAM_BINS: usize = 40;
+/// Outliers named under the histogram (the count is always given).
+const OUTLIERS_NAMED: usize = 12;
+
+/// The distribution of the bars' metric over every row, the bins holding an outlier
+/// marked, the outliers named (each opens its rank).
+fn histogram(app: &App, rows: &[RankRow], col: Col, values: &[f64]) -> HtmlElement {
+    let h = Histogram::new(values, HISTOGRAM_BINS);
+    let figure = el("figure", "overview-histogram");
+    attr(&figure, "data-metric", col.name());
+    let most = h.bins.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let is_bytes = !matches!(col, Col::Events | Col::Ooms);
+    let show = |v: f64| {
+        if is_bytes {
+            format_bytes(v.max(0.0) as u64)
+        } else {
+            format_count(v.max(0.0) as u64)
+        }
+    };
+    let plot = el("div", "histogram-bins");
+    attr(&plot, "role", "img");
+    attr(
+        &plot,
+        "aria-label",
+        &format!(
+            "{} of {} ranks, from {} to {}",
+            col.label(),
+            rows.len(),
+            show(h.lo),
+            show(h.hi)
+        ),
+    );
+    for (b, members) in h.bins.iter().enumerate() {
+        let bar = el("div", "histogram-bin");
+        let outliers = members
+            .iter()
+            .filter(|&&i| rows[i as usize].outlier)
+            .count();
+        if outliers > 0 {
+            let _ = bar.class_list().add_1("has-outlier");
+        }
+        attr(&bar, "data-count", &members.len().to_string());
+        style(
+            &bar,
+            "height",
+            &format!("{:.1}%", 100.0 * members.len() as f64 / most as f64),
+        );
+        attr(
+            &bar,
+            "title",
+            &format!(
+                "{} rank{} from {} to {}{}",
+                members.len(),
+                if members.len() == 1 { "" } else { "s" },
+                show(h.edge(b)),
+                show(h.edge(b + 1)),
+                if outliers > 0 {
+                    format!(
+                        ", {outliers} outlier{}",
+                        if outliers == 1 { "" } else { "s" }
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        append(&plot, &bar);
+    }
+    append(&figure, &plot);
+    let caption = el("figcaption", "hint");
+    append(
+        &caption,
+        &el_text(
+            "span",
+            "",
+            &format!("{}: {} … {}.", col.label(), show(h.lo), show(h.hi)),
+        ),
+    );
+    let c = app.fleet.combined.as_ref();
+    let mut outliers: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].outlier).collect();
+    outliers.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    if !outliers.is_empty() {
+        append(
+            &caption,
+            &el_text("span", "", &format!(" Outliers ({}):", outliers.len())),
+        );
+    }
+    for &i in outliers.iter().take(OUTLIERS_NAMED) {
+        let Some((key, device)) = c.and_then(|c| c.who.get(i).copied()) else {
+            continue;
+        };
+        let chip = el_text(
+            "button",
+            "chip outlier-name",
+            &format!(
+                "{} ({})",
+                who_label(app, &rows[i].figures.id),
+                show(values[i])
+            ),
+        );
+        attr(&chip, "type", "button");
+        attr(&chip, "data-action", "focus-rank");
+        attr(&chip, "data-row", &i.to_string());
+        attr(&chip, "data-key", &key.to_string());
+        attr(&chip, "data-device", &device.to_string());
+        append(&caption, &chip);
+    }
+    if outliers.len() > OUTLIERS_NAMED {
+        append(
+            &caption,
+            &el_text(
+                "span",
+                "",
+                &format!("and {} more", outliers.len() - OUTLIERS_NAMED),
+            ),
+        );
+    }
+    append(&figure, &caption);
+    figure
 }
 
 /// The rows in the order shown, and the column the bars show (the rank column shows
 /// peak allocated bytes).
 fn order(app: &App, rows: &[RankRow]) -> (Vec<usize>, Col) {
-    let state = &app.fleet.overview;
+    let state = &app.page.fleet;
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    if state.col != Col::Rank {
+    if state.sort != Col::Rank {
         order.sort_by(|&a, &b| {
             state
-                .col
+                .sort
                 .value(&rows[a])
-                .total_cmp(&state.col.value(&rows[b]))
+                .total_cmp(&state.sort.value(&rows[b]))
                 .then(a.cmp(&b))
         });
     }
     if state.descending {
         order.reverse();
     }
-    let bar_col = if state.col == Col::Rank {
+    let bar_col = if state.sort == Col::Rank {
         Col::PeakAllocated
     } else {
-        state.col
+        state.sort
     };
     (order, bar_col)
 }
@@ -125,7 +212,7 @@ pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
         rows: order
             .iter()
             .map(|&i| Bar {
-                label: who_label(&rows[i].figures.id),
+                label: who_label(app, &rows[i].figures.id),
                 value: bar_col.value(&rows[i]),
                 outlier: rows[i].outlier,
             })
@@ -205,7 +292,7 @@ pub fn render(app: &App) {
         return;
     }
     let (order, bar_col) = order(app, rows);
-    let state = &app.fleet.overview;
+    let state = &app.page.fleet;
     let values: Vec<f64> = rows.iter().map(|r| bar_col.value(r)).collect();
     let max = values.iter().copied().fold(0.0, f64::max);
     let (median, _) = median_mad(&values);
@@ -226,6 +313,7 @@ pub fn render(app: &App) {
         ),
     );
     append(&body, &summary);
+    append(&body, &histogram(app, rows, bar_col, &values));
 
     let table = el("table", "fleet-table overview");
     attr(&table, "aria-label", "Ranks");
@@ -234,7 +322,7 @@ pub fn render(app: &App) {
     let thead = el("thead", "");
     let head = el("tr", "");
     for col in Col::ALL {
-        let sorted = (state.col == col).then_some(state.descending);
+        let sorted = (state.sort == col).then_some(state.descending);
         append(
             &head,
             &sort_header(col.label(), "sort-overview", col.name(), sorted),
@@ -252,7 +340,14 @@ pub fn render(app: &App) {
     append(&thead, &head);
     append(&table, &thead);
     let tbody = el("tbody", "");
-    for &i in &order {
+    // Hundreds of ranks: the first rows in the chosen order (the histogram above shows
+    // them all), the rest on request, so that sorting stays quick.
+    let shown = if app.fleet.overview_all {
+        order.len()
+    } else {
+        order.len().min(ROWS_SHOWN)
+    };
+    for &i in &order[..shown] {
         let row = &rows[i];
         let (key, device) = c.who[i];
         let tr = el("tr", "rank-row");
@@ -303,7 +398,7 @@ pub fn render(app: &App) {
             "aria-label",
             &format!(
                 "{}: peak allocated {}{}; open its timeline",
-                who_label(&row.figures.id),
+                who_label(app, &row.figures.id),
                 format_bytes(row.figures.peak_allocated_bytes),
                 if row.outlier { ", outlier" } else { "" }
             ),
@@ -311,7 +406,7 @@ pub fn render(app: &App) {
         if row.outlier {
             let _ = tr.class_list().add_1("outlier");
         }
-        let name = el_text("th", "rank-name-cell", &who_label(&row.figures.id));
+        let name = el_text("th", "rank-name-cell", &who_label(app, &row.figures.id));
         attr(&name, "scope", "row");
         attr(&name, "title", &row.figures.id.path);
         // The file name too, unless it only says the rank.
@@ -398,6 +493,20 @@ pub fn render(app: &App) {
     }
     append(&table, &tbody);
     append(&body, &table);
+    if shown < order.len() {
+        let more = el_text(
+            "button",
+            "link",
+            &format!(
+                "Show all {} ranks ({} more)",
+                format_count(order.len() as u64),
+                format_count((order.len() - shown) as u64)
+            ),
+        );
+        attr(&more, "type", "button");
+        attr(&more, "data-action", "overview-all");
+        append(&body, &more);
+    }
 }
 
 /// A sort header was clicked: sort by it, or flip the order.
@@ -408,14 +517,7 @@ pub fn on_sort(app: &mut App, target: &Element) {
     let Some(col) = Col::ALL.into_iter().find(|c| c.name() == name) else {
         return;
     };
-    let s = &mut app.fleet.overview;
-    if s.col == col {
-        s.descending = !s.descending;
-    } else {
-        s.col = col;
-        // Numbers largest first; ranks in order.
-        s.descending = col != Col::Rank;
-    }
+    memscope_page::fleet::update(&mut app.page.fleet, FleetMsg::Sort(col));
     render(app);
 }
 
@@ -430,7 +532,7 @@ pub fn on_focus(app: &mut App, target: &Element) {
         .combined
         .as_ref()
         .and_then(|c| data::<usize>(target, "data-row").and_then(|i| c.facts.get(i)))
-        .map(|f| who_label(&f.figures.id))
+        .map(|f| who_label(app, &f.figures.id))
         .unwrap_or_default();
     focus(
         app,
