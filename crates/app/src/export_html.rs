@@ -28,8 +28,9 @@ struct Pending {
     /// The anomalies the page found in the ranks written (listed on open), or `None`
     /// when they were still being looked for.
     anomalies: Option<Vec<AnomalyItem>>,
-    /// The file, once everything has arrived.
-    html: Option<String>,
+    /// The file, once everything has arrived, and what its anomaly list holds (said
+    /// again when it is saved).
+    html: Option<(String, String)>,
 }
 
 thread_local! {
@@ -300,7 +301,7 @@ async fn finish() {
             dom::show(&button, true);
             PENDING.with(|p| {
                 if let Some(pending) = p.borrow_mut().as_mut() {
-                    pending.html = Some(html);
+                    pending.html = Some((html, listed));
                 }
             });
         }
@@ -314,12 +315,12 @@ async fn finish() {
 /// Saves the prepared file.
 pub fn save(base: &str) {
     let html = PENDING.with(|p| p.borrow().as_ref().and_then(|p| p.html.clone()));
-    if let Some(html) = html {
+    if let Some((html, listed)) = html {
         let name = format!("{base}.html");
         let bytes = html.len() as u64;
         match crate::export::download(&name, "text/html", &html.into()) {
             Ok(()) => status(&format!(
-                "Saved {name}: one HTML file, {}",
+                "Saved {name}: one HTML file, {}{listed}",
                 memscope_snapshot::units::format_bytes(bytes)
             )),
             Err(e) => status(&format!(
