@@ -13,7 +13,7 @@
 use memscope_page::keys::{Focus, KeyPress};
 use memscope_page::{Axis, Msg};
 use wasm_bindgen::JsCast;
-use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent, WheelEvent};
+use web_sys::{Element, Event, EventTarget, HtmlElement, KeyboardEvent, MouseEvent, WheelEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id, on};
@@ -59,7 +59,7 @@ pub enum Drag {
 }
 
 /// Where the keyboard is, from the element a key event went to.
-fn focus_of(target: Option<web_sys::EventTarget>) -> Focus {
+fn focus_of(target: Option<EventTarget>) -> Focus {
     let Some(e) = target.and_then(|t| t.dyn_into::<Element>().ok()) else {
         return Focus::Page;
     };
@@ -106,6 +106,57 @@ pub fn wheel_msg(e: &WheelEvent, at: Option<f64>) -> Option<Msg> {
     } else {
         None
     }
+}
+
+/// Adds a listener for `event` on `target` that hands the event and the page to
+/// `handler`: the one-line shape every view's listener has.
+pub fn route<E: JsCast + 'static>(
+    app: &Shared,
+    target: &EventTarget,
+    event: &str,
+    handler: impl Fn(&mut App, E) + 'static,
+) {
+    let app = app.clone();
+    on(target, event, move |e: E| handler(&mut app.borrow_mut(), e));
+}
+
+/// A primary-button press on `target` starts the drag `start` gives (from the page, the
+/// event and its client position); the window's one `mousemove`/`mouseup` router
+/// carries it on. Shared by the memory timeline, its ruler and the rows canvases.
+pub fn on_press(
+    app: &Shared,
+    target: &EventTarget,
+    start: impl Fn(&App, &MouseEvent, f64, f64) -> Option<Drag> + 'static,
+) {
+    route(app, target, "mousedown", move |a, e: MouseEvent| {
+        if e.button() != 0 {
+            return;
+        }
+        e.prevent_default();
+        let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+        if let Some(drag) = start(a, &e, cx, cy) {
+            a.drag = drag;
+        }
+    });
+}
+
+/// The wheel and double click over a canvas on the timeline's axis ([`wheel_msg`],
+/// double click fits); `data_x` gives the data x under a client position.
+pub fn on_wheel(
+    app: &Shared,
+    target: &EventTarget,
+    data_x: impl Fn(&App, f64, f64) -> Option<f64> + 'static,
+) {
+    route(app, target, "wheel", move |a, e: WheelEvent| {
+        let at = data_x(a, f64::from(e.client_x()), f64::from(e.client_y()));
+        if let Some(msg) = wheel_msg(&e, at) {
+            e.prevent_default();
+            a.dispatch(msg);
+        }
+    });
+    route(app, target, "dblclick", |a, _: MouseEvent| {
+        a.dispatch(Msg::Fit)
+    });
 }
 
 /// Wires the routers and the memory timeline's input.
@@ -206,51 +257,24 @@ pub fn wire(app: &Shared) {
     let Some(canvas) = app.borrow().timeline.as_ref().map(|t| t.canvas().clone()) else {
         return;
     };
-    {
-        let app = app.clone();
-        on(&canvas, "mousedown", move |e: MouseEvent| {
-            if e.button() != 0 {
-                return;
+    on_press(app, &canvas, |a, e, cx, cy| {
+        let t = a.timeline.as_ref()?;
+        Some(if e.alt_key() {
+            let (x0, y0) = t.data_at(&a.page.window, cx, cy);
+            Drag::Box { x0, y0, cx, cy }
+        } else {
+            Drag::Pan {
+                x: cx,
+                y: cy,
+                moved: false,
             }
-            e.prevent_default();
-            let mut a = app.borrow_mut();
-            let Some(t) = a.timeline.as_ref() else {
-                return;
-            };
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            a.drag = if e.alt_key() {
-                let (x0, y0) = t.data_at(&a.page.window, cx, cy);
-                Drag::Box { x0, y0, cx, cy }
-            } else {
-                Drag::Pan {
-                    x: cx,
-                    y: cy,
-                    moved: false,
-                }
-            };
-        });
-    }
-    {
-        let app = app.clone();
-        on(&canvas, "dblclick", move |_: MouseEvent| {
-            app.borrow_mut().dispatch(Msg::Fit)
-        });
-    }
-    {
-        let app = app.clone();
-        on(&canvas, "wheel", move |e: WheelEvent| {
-            let mut a = app.borrow_mut();
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let at = a
-                .timeline
-                .as_ref()
-                .map(|t| t.data_at(&a.page.window, cx, cy).0);
-            if let Some(msg) = wheel_msg(&e, at) {
-                e.prevent_default();
-                a.dispatch(msg);
-            }
-        });
-    }
+        })
+    });
+    on_wheel(app, &canvas, |a, cx, cy| {
+        a.timeline
+            .as_ref()
+            .map(|t| t.data_at(&a.page.window, cx, cy).0)
+    });
     for (id, msg) in [
         ("axis-toggle", Msg::ToggleAxis),
         ("y-scale", Msg::ToggleYScale),

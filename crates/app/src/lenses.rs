@@ -54,10 +54,10 @@ use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::format_duration_us;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
+use web_sys::{Event, HtmlElement, HtmlInputElement};
 
 use crate::app::{App, Shared};
-use crate::dom::{self, attr, by_id, on, style};
+use crate::dom::{self, attr, by_id, style};
 use crate::later::{self, Later, When};
 
 /// The tabs under the memory timeline (the page model's).
@@ -666,12 +666,8 @@ pub fn wire(app: &Shared) {
         a.lenses.panel = Some(state_panel::Panel::new());
     }
     for tab in Tab::ALL {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>(&format!("tab-{}", tab.name())),
-            "click",
-            move |_: Event| show_tab(&mut app.borrow_mut(), tab),
-        );
+        let button = by_id::<HtmlElement>(&format!("tab-{}", tab.name()));
+        crate::input::route(app, &button, "click", move |a, _: Event| show_tab(a, tab));
     }
     wire_ruler(app);
     rows::wire(app);
@@ -694,17 +690,9 @@ fn wire_ruler(app: &Shared) {
         "title",
         "Click to set the moment; drag to see what happened over a range",
     );
-    let app = app.clone();
-    on(&ruler, "mousedown", move |e: MouseEvent| {
-        if e.button() != 0 {
-            return;
-        }
-        e.prevent_default();
-        let mut a = app.borrow_mut();
-        let Some(t) = a.timeline.as_ref() else { return };
-        let cx = f64::from(e.client_x());
-        let x0 = t.data_at(&a.page.window, cx, 0.0).0;
-        a.drag = crate::input::Drag::Ruler { sx: cx, x0 };
+    crate::input::on_press(app, &ruler, |a, _, cx, _| {
+        let x0 = a.timeline.as_ref()?.data_at(&a.page.window, cx, 0.0).0;
+        Some(crate::input::Drag::Ruler { sx: cx, x0 })
     });
 }
 

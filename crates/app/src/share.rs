@@ -303,36 +303,34 @@ pub fn install(app: &Shared) {
     app.borrow_mut().share.app = Some(std::rc::Rc::downgrade(app));
     let hash = dom::window().location().hash().unwrap_or_default();
     run(app, &hash);
-    {
+    for (event, reload_for_url) in [("popstate", false), ("hashchange", true)] {
         let app = app.clone();
-        dom::on(&dom::window(), "popstate", move |_: web_sys::Event| {
-            let hash = dom::window().location().hash().unwrap_or_default();
-            if hash != app.borrow().share.written {
-                run(&app, &hash);
-            }
-        });
-    }
-    {
-        // A hash typed or changed by a link (not by us) with a new #url= needs the page
-        // to start again: the Content-Security-Policy lets in that address only then.
-        let app = app.clone();
-        dom::on(&dom::window(), "hashchange", move |_: web_sys::Event| {
-            let hash = dom::window().location().hash().unwrap_or_default();
-            if hash == app.borrow().share.written {
-                return;
-            }
-            if parse(&hash)
-                .commands
-                .iter()
-                .any(|c| matches!(c, Command::Url(_)))
-            {
-                let _ = dom::window().location().reload();
-            } else {
-                run(&app, &hash);
-            }
+        dom::on(&dom::window(), event, move |_: web_sys::Event| {
+            navigated(&app, reload_for_url)
         });
     }
     install_handshake(app);
+}
+
+/// Back/forward or a changed hash: apply a hash the page did not write itself. A hash
+/// typed or changed by a link (`reload_for_url`, on `hashchange`) with a new `#url=`
+/// needs the page to start again: the Content-Security-Policy lets in that address
+/// only then.
+fn navigated(app: &Shared, reload_for_url: bool) {
+    let hash = dom::window().location().hash().unwrap_or_default();
+    if hash == app.borrow().share.written {
+        return;
+    }
+    if reload_for_url
+        && parse(&hash)
+            .commands
+            .iter()
+            .any(|c| matches!(c, Command::Url(_)))
+    {
+        let _ = dom::window().location().reload();
+    } else {
+        run(app, &hash);
+    }
 }
 
 /// The postMessage handshake (as Perfetto's): another page opens memscope, posts

@@ -19,7 +19,8 @@ use web_sys::{Event, HtmlElement, MouseEvent};
 use super::glview::{dpr, GlView};
 use super::{ask, select_and_reveal, set_highlight, set_moment, HighlightSource, Tab};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::input::route;
 
 /// CSS pixels per depth.
 const ROW_CSS: f64 = 18.0;
@@ -516,11 +517,12 @@ pub fn wire(app: &Shared) {
             .set_text_content(Some(&format!("The flame graph cannot draw here: {e}."))),
     }
     let button = |id: &str, f: fn(&mut App)| {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            let mut a = app.borrow_mut();
-            f(&mut a);
-        });
+        route(
+            app,
+            &by_id::<HtmlElement>(id),
+            "click",
+            move |a, _: Event| f(a),
+        );
     };
     button("flame-live", |a| {
         a.lenses.flame.weight = Weight::Live;
@@ -554,44 +556,16 @@ pub fn wire(app: &Shared) {
         };
         request(a);
     });
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-crumbs"),
-            "click",
-            move |e: MouseEvent| {
-                let Some(node) = target_data(&e, "data-node") else {
-                    return;
-                };
-                focus(&mut app.borrow_mut(), node);
-            },
-        );
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-node"),
-            "click",
-            move |e: MouseEvent| {
-                let Some(id) = target_data(&e, "data-id") else {
-                    return;
-                };
-                select_and_reveal(&mut app.borrow_mut(), id, true);
-            },
-        );
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-scroll"),
-            "scroll",
-            move |_: Event| {
-                let mut a = app.borrow_mut();
-                draw(&mut a);
-                request(&mut a);
-            },
-        );
-    }
+    let crumbs = by_id::<HtmlElement>("flame-crumbs");
+    route(app, &crumbs, "click", |a, e: MouseEvent| {
+        crumb_clicked(a, &e)
+    });
+    let node = by_id::<HtmlElement>("flame-node");
+    route(app, &node, "click", |a, e: MouseEvent| {
+        allocation_clicked(a, &e)
+    });
+    let scroll = by_id::<HtmlElement>("flame-scroll");
+    route(app, &scroll, "scroll", |a, _: Event| scrolled(a));
     let Some(canvas) = app
         .borrow()
         .lenses
@@ -602,81 +576,98 @@ pub fn wire(app: &Shared) {
     else {
         return;
     };
-    {
-        let app = app.clone();
-        on(&canvas, "click", move |e: MouseEvent| {
-            let mut a = app.borrow_mut();
-            match hit(&a, f64::from(e.client_x()), f64::from(e.client_y())) {
-                Some((_, node)) if node != AGGREGATE_ID => focus(&mut a, node),
-                _ => {}
-            }
-        });
+    route(app, &canvas, "click", |a, e: MouseEvent| {
+        canvas_clicked(a, &e)
+    });
+    route(app, &canvas, "mousemove", |a, e: MouseEvent| hovered(a, &e));
+    route(app, &canvas, "mouseleave", |a, _: MouseEvent| left(a));
+}
+
+/// A click on a breadcrumb: focus its node.
+fn crumb_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some(node) = target_data(e, "data-node") {
+        focus(a, node);
     }
-    {
-        let app = app.clone();
-        on(&canvas, "mousemove", move |e: MouseEvent| {
-            let mut a = app.borrow_mut();
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            a.lenses.flame.hover_at = (cx, cy);
-            let hovered = hit(&a, cx, cy);
-            let hover: HtmlElement = by_id("flame-hover");
-            let node = match hovered {
-                Some((_, node)) if node != AGGREGATE_ID => node,
-                Some((i, _)) => {
-                    let f = &a.lenses.flame;
-                    if let Some(g) = f.aggregates.iter().find(|g| g.instance as usize == i) {
-                        let text = format!(
-                            "{} nodes narrower than a pixel, {}",
-                            format_count(u64::from(g.nodes)),
-                            weight_text(f.unit, g.weight)
-                        );
-                        show_hover(&hover, f.hover_at, &text);
-                    }
-                    NO_ID
-                }
-                None => {
-                    dom::show(&hover, false);
-                    NO_ID
-                }
-            };
-            let changed = a
-                .lenses
-                .flame
-                .gl
-                .as_ref()
-                .is_some_and(|g| g.hovered != node);
-            if changed {
-                if let Some(gl) = a.lenses.flame.gl.as_mut() {
-                    gl.hovered = node;
-                }
-                draw(&mut a);
-                if node != NO_ID {
-                    if let Some(q) = query(&a) {
-                        let generation = a.lenses.flame.generation;
-                        ask(
-                            &mut a,
-                            LensRequest::FlameInfo {
-                                node,
-                                generation,
-                                query: q,
-                            },
-                        );
-                    }
-                }
-            }
-        });
+}
+
+/// A click on an allocation listed for the hovered node: select it and bring it
+/// into view.
+fn allocation_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some(id) = target_data(e, "data-id") {
+        select_and_reveal(a, id, true);
     }
-    {
-        let app = app.clone();
-        on(&canvas, "mouseleave", move |_: MouseEvent| {
-            let mut a = app.borrow_mut();
-            dom::show(&by_id("flame-hover"), false);
-            if let Some(gl) = a.lenses.flame.gl.as_mut() {
-                gl.hovered = NO_ID;
-            }
-            draw(&mut a);
-        });
+}
+
+/// The graph scrolled: draw it and ask for the depths now in view.
+fn scrolled(a: &mut App) {
+    draw(a);
+    request(a);
+}
+
+/// A click on the canvas: focus the node under it (not an aggregate).
+fn canvas_clicked(a: &mut App, e: &MouseEvent) {
+    match hit(a, f64::from(e.client_x()), f64::from(e.client_y())) {
+        Some((_, node)) if node != AGGREGATE_ID => focus(a, node),
+        _ => {}
     }
+}
+
+/// The pointer moved over the canvas: outline the node under it and ask for its
+/// figures, or describe the aggregate under it.
+fn hovered(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    a.lenses.flame.hover_at = (cx, cy);
+    let hover: HtmlElement = by_id("flame-hover");
+    let node = match hit(a, cx, cy) {
+        Some((_, node)) if node != AGGREGATE_ID => node,
+        Some((i, _)) => {
+            let f = &a.lenses.flame;
+            if let Some(g) = f.aggregates.iter().find(|g| g.instance as usize == i) {
+                let text = format!(
+                    "{} nodes narrower than a pixel, {}",
+                    format_count(u64::from(g.nodes)),
+                    weight_text(f.unit, g.weight)
+                );
+                show_hover(&hover, f.hover_at, &text);
+            }
+            NO_ID
+        }
+        None => {
+            dom::show(&hover, false);
+            NO_ID
+        }
+    };
+    let Some(gl) = a.lenses.flame.gl.as_mut() else {
+        return;
+    };
+    if gl.hovered == node {
+        return;
+    }
+    gl.hovered = node;
+    draw(a);
+    if node == NO_ID {
+        return;
+    }
+    if let Some(q) = query(a) {
+        let generation = a.lenses.flame.generation;
+        ask(
+            a,
+            LensRequest::FlameInfo {
+                node,
+                generation,
+                query: q,
+            },
+        );
+    }
+}
+
+/// The pointer left the canvas: hide the readout and the outline.
+fn left(a: &mut App) {
+    dom::show(&by_id("flame-hover"), false);
+    if let Some(gl) = a.lenses.flame.gl.as_mut() {
+        gl.hovered = NO_ID;
+    }
+    draw(a);
 }
 
 /// A numeric data attribute of the clicked element or an ancestor.
