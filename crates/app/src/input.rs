@@ -120,6 +120,14 @@ pub fn route<E: JsCast + 'static>(
     on(target, event, move |e: E| handler(&mut app.borrow_mut(), e));
 }
 
+/// The attribute `name` (parsed) of the element an event went to, or of its nearest
+/// ancestor matching `within`: which row or mark of a list was clicked.
+pub fn event_data<T: std::str::FromStr>(e: &Event, within: &str, name: &str) -> Option<T> {
+    let target = e.target()?.dyn_into::<Element>().ok()?;
+    let holder = target.closest(within).ok()??;
+    holder.get_attribute(name)?.parse().ok()
+}
+
 /// A primary-button press on `target` starts the drag `start` gives (from the page, the
 /// event and its client position); the window's one `mousemove`/`mouseup` router
 /// carries it on. Shared by the memory timeline, its ruler and the rows canvases.

@@ -815,15 +815,7 @@ pub fn expose(app: &Shared) {
             } else {
                 rows::locate(&a, &view, id)
             };
-            match at {
-                Some((x, y)) => {
-                    let point = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&point, &"x".into(), &x.into());
-                    let _ = js_sys::Reflect::set(&point, &"y".into(), &y.into());
-                    point.into()
-                }
-                None => JsValue::NULL,
-            }
+            dom::point(at)
         })
     };
     let _ = js_sys::Reflect::set(&api, &"lenses".into(), state.as_ref());

@@ -215,19 +215,11 @@ fn expose_for_automation(app: &Shared) {
         let app = app.clone();
         Closure::<dyn Fn(u32) -> JsValue>::new(move |id: u32| {
             let app = app.borrow();
-            match app
-                .timeline
-                .as_ref()
-                .and_then(|t| t.locate(&app.page.window, id))
-            {
-                Some((x, y)) => {
-                    let point = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&point, &"x".into(), &x.into());
-                    let _ = js_sys::Reflect::set(&point, &"y".into(), &y.into());
-                    point.into()
-                }
-                None => JsValue::NULL,
-            }
+            dom::point(
+                app.timeline
+                    .as_ref()
+                    .and_then(|t| t.locate(&app.page.window, id)),
+            )
         })
     };
     let stats = {

@@ -20,7 +20,7 @@ use super::glview::{dpr, GlView};
 use super::{ask, select_and_reveal, set_highlight, set_moment, HighlightSource, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
-use crate::input::route;
+use crate::input::{event_data, route};
 
 /// CSS pixels per depth.
 const ROW_CSS: f64 = 18.0;
@@ -672,10 +672,7 @@ fn left(a: &mut App) {
 
 /// A numeric data attribute of the clicked element or an ancestor.
 fn target_data(e: &MouseEvent, name: &str) -> Option<u32> {
-    use wasm_bindgen::JsCast;
-    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let holder = t.closest(&format!("[{name}]")).ok()??;
-    holder.get_attribute(name)?.parse().ok()
+    event_data(e, &format!("[{name}]"), name)
 }
 
 /// Facts for `window.memscope.lenses()`.

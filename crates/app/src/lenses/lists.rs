@@ -13,14 +13,13 @@ use memscope_analysis::{Direction, SortKey};
 use memscope_page::keys::{list_cursor, ListKey};
 use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use super::vlist::VList;
 use super::{ask, select_and_reveal, set_moment, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{append, attr, by_id, el, el_text};
-use crate::input::route;
+use crate::input::{event_data, route};
 
 /// Row height of both grids, CSS px.
 const ROW_CSS: f64 = 22.0;
@@ -432,9 +431,7 @@ fn set_sort(app: &mut App, key: SortKey) {
 
 /// The numeric data attribute `name` of the row under an event.
 fn row_data(e: &Event, name: &str) -> Option<u64> {
-    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let row = t.closest(".grid-row").ok()??;
-    row.get_attribute(name)?.parse().ok()
+    event_data(e, ".grid-row", name)
 }
 
 /// Wires both grids.
