@@ -288,17 +288,16 @@ pub fn wire(app: &Shared) {
         ("y-scale", Msg::ToggleYScale),
         ("fit", Msg::Fit),
     ] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            app.borrow_mut().dispatch(msg.clone())
-        });
+        route(
+            app,
+            &by_id::<HtmlElement>(id),
+            "click",
+            move |a, _: Event| a.dispatch(msg.clone()),
+        );
     }
-    {
-        let app = app.clone();
-        on(&dom::window(), "resize", move |_: Event| {
-            app.borrow_mut().resized()
-        });
-    }
+    route(app, &dom::window(), "resize", |a, _: Event| {
+        window_resized(a)
+    });
     {
         // The lens pane is resizable by its corner: its canvases take the new size.
         let app = app.clone();
@@ -312,6 +311,12 @@ pub fn wire(app: &Shared) {
         // Page-lifetime observer.
         resized.forget();
     }
+}
+
+/// The window was resized: the timeline and its followers, then the fleet's canvases.
+fn window_resized(a: &mut App) {
+    a.resized();
+    crate::fleet::resized(a);
 }
 
 /// A click (press and release without a move) on the memory timeline: select the

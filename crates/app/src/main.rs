@@ -200,6 +200,8 @@ fn device_clicked(a: &mut App, e: &MouseEvent) {
         .and_then(|t| app::device_row_of(&t))
     {
         a.activate(key, device, true);
+        // A device's timeline is in the rank view.
+        fleet::set_view(a, false);
     }
 }
 
