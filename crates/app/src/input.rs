@@ -169,119 +169,21 @@ pub fn on_wheel(
 
 /// Wires the routers and the memory timeline's input.
 pub fn wire(app: &Shared) {
-    {
-        let app = app.clone();
-        on(&dom::document(), "keydown", move |e: KeyboardEvent| {
-            let mut a = app.borrow_mut();
-            if crate::fleet::on_key(&mut a, &e) {
-                return;
-            }
-            let list_page = a
-                .lenses
-                .lists
-                .as_ref()
-                .map_or(10, |l| l.events.page() as i64);
-            let press = KeyPress {
-                code: e.code(),
-                key: e.key(),
-                shift: e.shift_key(),
-                modifier: e.ctrl_key() || e.meta_key() || e.alt_key(),
-            };
-            let effects = memscope_page::update(
-                &mut a.page,
-                Msg::Key {
-                    press,
-                    focus: focus_of(e.target()),
-                    list_page,
-                },
-            );
-            if !effects.0.is_empty() {
-                e.prevent_default();
-            }
-            a.run(effects);
-        });
-    }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mousemove", move |e: MouseEvent| {
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let mut a = app.borrow_mut();
-            match a.drag {
-                Drag::None => {
-                    crate::fleet::on_hover(&a, &e);
-                    hover(&mut a, cx, cy, &e)
-                }
-                Drag::Pan { x, y, moved } => {
-                    if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
-                        return;
-                    }
-                    let Some(t) = a.timeline.as_ref() else { return };
-                    let w = a.page.window;
-                    let (ax, ay) = t.data_at(&w, x, y);
-                    let (bx, by) = t.data_at(&w, cx, cy);
-                    a.drag = Drag::Pan {
-                        x: cx,
-                        y: cy,
-                        moved: true,
-                    };
-                    a.dispatch(Msg::PanBy {
-                        dx: ax - bx,
-                        dy: ay - by,
-                    });
-                }
-                Drag::Box { cx: sx, cy: sy, .. } => draw_box(sx, sy, cx, cy),
-                Drag::Ruler { sx, x0 } => lenses::ruler_move(&a, sx, x0, cx),
-                Drag::Rows(d) => lenses::rows::drag_move(&mut a, d, cx, cy),
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mouseup", move |e: MouseEvent| {
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let mut a = app.borrow_mut();
-            match std::mem::take(&mut a.drag) {
-                Drag::None => {}
-                Drag::Box {
-                    x0,
-                    y0,
-                    cx: sx,
-                    cy: sy,
-                } => {
-                    dom::show(&by_id("box"), false);
-                    if (cx - sx).abs() > 4.0 && (cy - sy).abs() > 4.0 {
-                        let Some(t) = a.timeline.as_ref() else { return };
-                        let (x1, y1) = t.data_at(&a.page.window, cx, cy);
-                        a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
-                    }
-                }
-                Drag::Pan { moved: true, .. } => {}
-                Drag::Pan { moved: false, .. } => click(&mut a, cx, cy),
-                Drag::Ruler { sx, x0 } => lenses::ruler_end(&mut a, sx, x0, cx),
-                Drag::Rows(d) => lenses::rows::drag_end(&mut a, d, cx, cy),
-            }
-        });
-    }
+    route(app, &dom::document(), "keydown", |a, e: KeyboardEvent| {
+        key_down(a, &e)
+    });
+    route(app, &dom::window(), "mousemove", |a, e: MouseEvent| {
+        pointer_moved(a, &e)
+    });
+    route(app, &dom::window(), "mouseup", |a, e: MouseEvent| {
+        pointer_released(a, &e)
+    });
     let Some(canvas) = app.borrow().timeline.as_ref().map(|t| t.canvas().clone()) else {
         return;
     };
-    on_press(app, &canvas, |a, e, cx, cy| {
-        let t = a.timeline.as_ref()?;
-        Some(if e.alt_key() {
-            let (x0, y0) = t.data_at(&a.page.window, cx, cy);
-            Drag::Box { x0, y0, cx, cy }
-        } else {
-            Drag::Pan {
-                x: cx,
-                y: cy,
-                moved: false,
-            }
-        })
-    });
+    on_press(app, &canvas, timeline_press);
     on_wheel(app, &canvas, |a, cx, cy| {
-        a.timeline
-            .as_ref()
-            .map(|t| t.data_at(&a.page.window, cx, cy).0)
+        Some(a.timeline.as_ref()?.data_at(&a.page.window, cx, cy).0)
     });
     for (id, msg) in [
         ("axis-toggle", Msg::ToggleAxis),
@@ -310,6 +212,111 @@ pub fn wire(app: &Shared) {
         }
         // Page-lifetime observer.
         resized.forget();
+    }
+}
+
+/// A press on the memory timeline: Alt starts a box zoom, else a pan (a click when
+/// it does not move).
+fn timeline_press(a: &App, e: &MouseEvent, cx: f64, cy: f64) -> Option<Drag> {
+    let t = a.timeline.as_ref()?;
+    Some(if e.alt_key() {
+        let (x0, y0) = t.data_at(&a.page.window, cx, cy);
+        Drag::Box { x0, y0, cx, cy }
+    } else {
+        Drag::Pan {
+            x: cx,
+            y: cy,
+            moved: false,
+        }
+    })
+}
+
+/// A key anywhere: the fleet's keys first, then the page model's bindings for where the
+/// keyboard is.
+fn key_down(a: &mut App, e: &KeyboardEvent) {
+    if crate::fleet::on_key(a, e) {
+        return;
+    }
+    let list_page = a
+        .lenses
+        .lists
+        .as_ref()
+        .map_or(10, |l| l.events.page() as i64);
+    let press = KeyPress {
+        code: e.code(),
+        key: e.key(),
+        shift: e.shift_key(),
+        modifier: e.ctrl_key() || e.meta_key() || e.alt_key(),
+    };
+    let effects = memscope_page::update(
+        &mut a.page,
+        Msg::Key {
+            press,
+            focus: focus_of(e.target()),
+            list_page,
+        },
+    );
+    if !effects.0.is_empty() {
+        e.prevent_default();
+    }
+    a.run(effects);
+}
+
+/// The pointer moved anywhere: the drag in progress, or the hover readouts.
+fn pointer_moved(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    match a.drag {
+        Drag::None => {
+            crate::fleet::on_hover(a, e);
+            hover(a, cx, cy, e)
+        }
+        Drag::Pan { x, y, moved } => {
+            if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
+                return;
+            }
+            let Some(t) = a.timeline.as_ref() else { return };
+            let w = a.page.window;
+            let (ax, ay) = t.data_at(&w, x, y);
+            let (bx, by) = t.data_at(&w, cx, cy);
+            a.drag = Drag::Pan {
+                x: cx,
+                y: cy,
+                moved: true,
+            };
+            a.dispatch(Msg::PanBy {
+                dx: ax - bx,
+                dy: ay - by,
+            });
+        }
+        Drag::Box { cx: sx, cy: sy, .. } => draw_box(sx, sy, cx, cy),
+        Drag::Ruler { sx, x0 } => lenses::ruler_move(a, sx, x0, cx),
+        Drag::Rows(d) => lenses::rows::drag_move(a, d, cx, cy),
+    }
+}
+
+/// The pointer was released anywhere: the drag in progress ends (a press without a
+/// move on the timeline is a click).
+fn pointer_released(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    match std::mem::take(&mut a.drag) {
+        Drag::None => {}
+        Drag::Box {
+            x0,
+            y0,
+            cx: sx,
+            cy: sy,
+        } => {
+            dom::show(&by_id("box"), false);
+            if (cx - sx).abs() > 4.0 && (cy - sy).abs() > 4.0 {
+                let Some(t) = a.timeline.as_ref() else { return };
+                let (x1, y1) = t.data_at(&a.page.window, cx, cy);
+                a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
+            }
+        }
+        Drag::Pan { moved: true, .. } => {}
+        Drag::Pan { moved: false, .. } => click(a, cx, cy),
+        Drag::Ruler { sx, x0 } => lenses::ruler_end(a, sx, x0, cx),
+        Drag::Rows(d) => lenses::rows::drag_end(a, d, cx, cy),
     }
 }
 

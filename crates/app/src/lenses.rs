@@ -54,7 +54,7 @@ use memscope_render::gl::NO_ID;
 use memscope_snapshot::units::format_duration_us;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{Event, HtmlElement, HtmlInputElement};
+use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id, style};
@@ -690,10 +690,13 @@ fn wire_ruler(app: &Shared) {
         "title",
         "Click to set the moment; drag to see what happened over a range",
     );
-    crate::input::on_press(app, &ruler, |a, _, cx, _| {
-        let x0 = a.timeline.as_ref()?.data_at(&a.page.window, cx, 0.0).0;
-        Some(crate::input::Drag::Ruler { sx: cx, x0 })
-    });
+    crate::input::on_press(app, &ruler, ruler_press);
+}
+
+/// A press on the ruler starts a range there (a click when it does not move).
+fn ruler_press(a: &App, _: &MouseEvent, cx: f64, _: f64) -> Option<crate::input::Drag> {
+    let x0 = a.timeline.as_ref()?.data_at(&a.page.window, cx, 0.0).0;
+    Some(crate::input::Drag::Ruler { sx: cx, x0 })
 }
 
 /// The pointer moved while dragging on the ruler: shade the range so far.

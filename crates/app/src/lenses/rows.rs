@@ -985,6 +985,19 @@ pub struct RowsDrag {
     moved: bool,
 }
 
+impl RowsDrag {
+    /// A press on pane `which` at client (`cx`, `cy`): a pan (a click when it does not
+    /// move).
+    fn start(which: Which, cx: f64, cy: f64) -> Drag {
+        Drag::Rows(RowsDrag {
+            which,
+            last_x: cx,
+            start: (cx, cy),
+            moved: false,
+        })
+    }
+}
+
 /// Wires the three panes: scroll, drag to pan, Ctrl+wheel to zoom, click, hover.
 pub fn wire(app: &Shared) {
     for which in ALL {
@@ -1001,12 +1014,7 @@ pub fn wire(app: &Shared) {
             scrolled(a, which)
         });
         on_press(app, &canvas, move |_, _, cx, cy| {
-            Some(Drag::Rows(RowsDrag {
-                which,
-                last_x: cx,
-                start: (cx, cy),
-                moved: false,
-            }))
+            Some(RowsDrag::start(which, cx, cy))
         });
         route(app, &canvas, "mousemove", move |a, e: MouseEvent| {
             hover_unless_dragging(a, which, &e)
@@ -1014,11 +1022,13 @@ pub fn wire(app: &Shared) {
         route(app, &canvas, "mouseleave", move |a, _: MouseEvent| {
             left(a, which)
         });
-        on_wheel(app, &canvas, move |a, cx, cy| {
-            let p = a.lenses.rows.as_ref()?;
-            data_at(a, p.get(which), cx, cy).map(|(x, _)| x)
-        });
+        on_wheel(app, &canvas, move |a, cx, cy| data_x(a, which, cx, cy));
     }
+}
+
+/// The data x under a client position on a pane's canvas.
+fn data_x(a: &App, which: Which, cx: f64, cy: f64) -> Option<f64> {
+    data_at(a, a.lenses.rows.as_ref()?.get(which), cx, cy).map(|(x, _)| x)
 }
 
 /// A pane scrolled: hide its readout, draw it and ask for the rows now in view.
