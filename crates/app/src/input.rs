@@ -1,7 +1,9 @@
 //! The page's input routers: one listener per DOM event type that several views
-//! share (`keydown` on the document, `mousemove` and `mouseup` on the window), each a
-//! translation of the event into a [`Msg`] for the page model or into the one drag in
-//! progress ([`Drag`]). Which view handles a key depends on where the keyboard is
+//! share (`keydown` on the document, `mousemove`, `mouseup` and `resize` on the
+//! window), each a translation of the event into a [`Msg`] for the page model or into
+//! the one drag in progress ([`Drag`]). Every view's own listener is one line through
+//! [`route`] to one handler; presses that start a drag go through [`on_press`], the
+//! wheel over a canvas on the timeline's axis through [`on_wheel`]. Which view handles a key depends on where the keyboard is
 //! ([`memscope_page::keys::Focus`]), never on the order listeners were added in; the
 //! bindings themselves are the page model's ([`memscope_page::keys`]). The fleet view's
 //! keys (view switch, Enter on its rows) and its canvases' readouts are one route each
