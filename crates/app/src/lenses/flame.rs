@@ -524,38 +524,11 @@ pub fn wire(app: &Shared) {
             move |a, _: Event| f(a),
         );
     };
-    button("flame-live", |a| {
-        a.lenses.flame.weight = Weight::Live;
-        request(a);
-    });
-    button("flame-bytetime", |a| {
-        a.lenses.flame.weight = Weight::ByteTime;
-        request(a);
-    });
-    button("flame-peak", |a| {
-        a.lenses.flame.weight = Weight::Live;
-        set_moment(a, At::Peak);
-    });
-    button("flame-orientation", |a| {
-        let f = &mut a.lenses.flame;
-        f.orientation = match f.orientation {
-            Orientation::TopDown => Orientation::BottomUp,
-            Orientation::BottomUp => Orientation::TopDown,
-        };
-        // Paths differ between orientations: start from the root.
-        f.focus_path.clear();
-        f.focus_node = None;
-        f.clicked = true;
-        request(a);
-    });
-    button("flame-order", |a| {
-        let f = &mut a.lenses.flame;
-        f.order = match f.order {
-            FlameOrder::LeftHeavy => FlameOrder::Stable,
-            FlameOrder::Stable => FlameOrder::LeftHeavy,
-        };
-        request(a);
-    });
+    button("flame-live", |a| weigh(a, Weight::Live));
+    button("flame-bytetime", |a| weigh(a, Weight::ByteTime));
+    button("flame-peak", live_at_peak);
+    button("flame-orientation", flip_orientation);
+    button("flame-order", flip_order);
     let crumbs = by_id::<HtmlElement>("flame-crumbs");
     route(app, &crumbs, "click", |a, e: MouseEvent| {
         crumb_clicked(a, &e)
@@ -581,6 +554,42 @@ pub fn wire(app: &Shared) {
     });
     route(app, &canvas, "mousemove", |a, e: MouseEvent| hovered(a, &e));
     route(app, &canvas, "mouseleave", |a, _: MouseEvent| left(a));
+}
+
+/// The weight buttons: what a node's width measures.
+fn weigh(a: &mut App, weight: Weight) {
+    a.lenses.flame.weight = weight;
+    request(a);
+}
+
+/// The peak button: live bytes at the peak moment.
+fn live_at_peak(a: &mut App) {
+    a.lenses.flame.weight = Weight::Live;
+    set_moment(a, At::Peak);
+}
+
+/// The orientation button: callers above callees, or the other way round.
+fn flip_orientation(a: &mut App) {
+    let f = &mut a.lenses.flame;
+    f.orientation = match f.orientation {
+        Orientation::TopDown => Orientation::BottomUp,
+        Orientation::BottomUp => Orientation::TopDown,
+    };
+    // Paths differ between orientations: start from the root.
+    f.focus_path.clear();
+    f.focus_node = None;
+    f.clicked = true;
+    request(a);
+}
+
+/// The order button: heaviest first, or in a stable order.
+fn flip_order(a: &mut App) {
+    let f = &mut a.lenses.flame;
+    f.order = match f.order {
+        FlameOrder::LeftHeavy => FlameOrder::Stable,
+        FlameOrder::Stable => FlameOrder::LeftHeavy,
+    };
+    request(a);
 }
 
 /// A click on a breadcrumb: focus its node.
