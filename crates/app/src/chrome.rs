@@ -8,7 +8,7 @@ use web_sys::{Event, HtmlElement, MediaQueryList};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id};
-use crate::input::route;
+use crate::input::{on_click, route};
 
 /// localStorage keys are prefixed so memscope never reads another page's settings.
 const PREFIX: &str = "memscope.";
@@ -93,22 +93,12 @@ pub fn render_help(open: bool) {
 pub fn install(app: &Shared) {
     register_service_worker();
     set_theme(&theme());
-    route(
-        app,
-        &by_id::<HtmlElement>("theme"),
-        "click",
-        |a, _: Event| next_theme(a),
-    );
+    on_click(app, "theme", next_theme);
     if let Some(query) = system_dark() {
         route(app, &query, "change", |a, _: Event| system_theme_changed(a));
     }
     for (id, msg) in [("help", Msg::ToggleHelp), ("help-close", Msg::CloseHelp)] {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| a.dispatch(msg.clone()),
-        );
+        on_click(app, id, move |a| a.dispatch(msg.clone()));
     }
 }
 

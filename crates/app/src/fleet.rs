@@ -53,7 +53,7 @@ use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
 use crate::app::{App, RankState, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
-use crate::input::route;
+use crate::input::{on_click, route};
 use crate::later::{self, Later, When};
 
 /// Allocation ids listed as buttons in the selection bar (the count is always exact).
@@ -691,12 +691,7 @@ fn data<T: std::str::FromStr>(e: &Element, name: &str) -> Option<T> {
 pub fn wire(app: &Shared) {
     attr(&by_id::<Element>("workspace"), "role", "tabpanel");
     for (id, fleet) in [("view-rank", false), ("view-fleet", true)] {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| set_view(a, fleet),
-        );
+        on_click(app, id, move |a| set_view(a, fleet));
     }
     let root: HtmlElement = by_id("fleet");
     route(app, &root, "click", |a, e: MouseEvent| {

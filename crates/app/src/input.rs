@@ -130,6 +130,16 @@ pub fn event_data<T: std::str::FromStr>(e: &Event, within: &str, name: &str) -> 
     holder.get_attribute(name)?.parse().ok()
 }
 
+/// A click on the element with id `id` runs `handler` with the page.
+pub fn on_click(app: &Shared, id: &str, handler: impl Fn(&mut App) + 'static) {
+    route(
+        app,
+        &by_id::<HtmlElement>(id),
+        "click",
+        move |a, _: Event| handler(a),
+    );
+}
+
 /// A primary-button press on `target` starts the drag `start` gives (from the page, the
 /// event and its client position); the window's one `mousemove`/`mouseup` router
 /// carries it on. Shared by the memory timeline, its ruler and the rows canvases.
@@ -192,12 +202,7 @@ pub fn wire(app: &Shared) {
         ("y-scale", Msg::ToggleYScale),
         ("fit", Msg::Fit),
     ] {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| a.dispatch(msg.clone()),
-        );
+        on_click(app, id, move |a| a.dispatch(msg.clone()));
     }
     route(app, &dom::window(), "resize", |a, _: Event| {
         window_resized(a)

@@ -20,7 +20,7 @@ use super::glview::{dpr, GlView};
 use super::{ask, select_and_reveal, set_highlight, set_moment, HighlightSource, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
-use crate::input::{event_data, route};
+use crate::input::{event_data, on_click, route};
 
 /// CSS pixels per depth.
 const ROW_CSS: f64 = 18.0;
@@ -516,19 +516,11 @@ pub fn wire(app: &Shared) {
         Err(e) => by_id::<HtmlElement>("flame-caption")
             .set_text_content(Some(&format!("The flame graph cannot draw here: {e}."))),
     }
-    let button = |id: &str, f: fn(&mut App)| {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| f(a),
-        );
-    };
-    button("flame-live", |a| weigh(a, Weight::Live));
-    button("flame-bytetime", |a| weigh(a, Weight::ByteTime));
-    button("flame-peak", live_at_peak);
-    button("flame-orientation", flip_orientation);
-    button("flame-order", flip_order);
+    on_click(app, "flame-live", |a| weigh(a, Weight::Live));
+    on_click(app, "flame-bytetime", |a| weigh(a, Weight::ByteTime));
+    on_click(app, "flame-peak", live_at_peak);
+    on_click(app, "flame-orientation", flip_orientation);
+    on_click(app, "flame-order", flip_order);
     let crumbs = by_id::<HtmlElement>("flame-crumbs");
     route(app, &crumbs, "click", |a, e: MouseEvent| {
         crumb_clicked(a, &e)

@@ -19,7 +19,7 @@ use super::vlist::VList;
 use super::{ask, select_and_reveal, set_moment, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{append, attr, by_id, el, el_text};
-use crate::input::{event_data, route};
+use crate::input::{event_data, on_click, route};
 
 /// Row height of both grids, CSS px.
 const ROW_CSS: f64 = 22.0;
@@ -457,12 +457,7 @@ pub fn wire(app: &Shared) {
         (SortKey::ByteTime, "sort-bytetime"),
         (SortKey::AllocTime, "sort-time"),
     ] {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| set_sort(a, key),
-        );
+        on_click(app, id, move |a| set_sort(a, key));
     }
     let filter: HtmlInputElement = by_id("table-filter");
     route(app, &filter.clone(), "input", move |a, _: Event| {

@@ -15,7 +15,7 @@ use super::vlist::VList;
 use super::{clear_range, set_moment, step};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
-use crate::input::{event_data, route};
+use crate::input::{event_data, on_click, route};
 
 /// The panels' elements and what is chosen in them.
 pub struct Panel {
@@ -747,18 +747,10 @@ pub fn wire(app: &Shared) {
     for list in [&blocks, &point] {
         route(app, list, "click", |a, e: MouseEvent| block_clicked(a, &e));
     }
-    let button = |id: &str, f: fn(&mut App)| {
-        route(
-            app,
-            &by_id::<HtmlElement>(id),
-            "click",
-            move |a, _: Event| f(a),
-        );
-    };
-    button("moment-prev", |a| step(a, -1));
-    button("moment-next", |a| step(a, 1));
-    button("moment-peak", |a| set_moment(a, At::Peak));
-    button("range-clear", clear_range);
+    on_click(app, "moment-prev", |a| step(a, -1));
+    on_click(app, "moment-next", |a| step(a, 1));
+    on_click(app, "moment-peak", |a| set_moment(a, At::Peak));
+    on_click(app, "range-clear", clear_range);
 }
 
 /// A click on a segment row: it is the chosen segment, its blocks listed.
