@@ -52,7 +52,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
 use crate::app::{App, RankState, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
 use crate::input::{on_click, route};
 use crate::later::{self, Later, When};
 
@@ -707,6 +707,23 @@ pub fn wire(app: &Shared) {
     heat::wire(app);
     lanes::wire(app);
     filed::wire(app);
+}
+
+/// A fleet canvas (`canvas_id`): leaving it hides its readout (`hover_id`), a click
+/// goes to `clicked`.
+fn wire_canvas(
+    app: &Shared,
+    canvas_id: &str,
+    hover_id: &'static str,
+    clicked: fn(&mut App, &MouseEvent),
+) {
+    let canvas: HtmlElement = by_id(canvas_id);
+    on(&canvas, "mouseleave", move |_: MouseEvent| {
+        dom::show(&by_id(hover_id), false)
+    });
+    route(app, &canvas, "click", move |a, e: MouseEvent| {
+        clicked(a, &e)
+    });
 }
 
 /// A click or change on a fleet element naming an action: run it.

@@ -22,8 +22,7 @@ use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseE
 use super::heat::{BINS, ROW_PX};
 use super::{data, draw, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
-use crate::input::route;
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
 
 /// Nesting depths drawn per rank in the Fleet view (all names).
@@ -322,11 +321,7 @@ pub fn on_hover(app: &App, e: &MouseEvent) {
 
 /// Click-to-open on the fleet lanes (their hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
-    let canvas: HtmlCanvasElement = by_id("lanes-canvas");
-    on(&canvas, "mouseleave", move |_: MouseEvent| {
-        dom::show(&by_id::<HtmlElement>("lanes-hover"), false);
-    });
-    route(app, &canvas, "click", |a, e: MouseEvent| clicked(a, &e));
+    super::wire_canvas(app, "lanes-canvas", "lanes-hover", clicked);
 }
 
 /// A click on a phase of a rank's lane: open that rank over the phase.
