@@ -3,12 +3,12 @@
 //! the page working offline.
 
 use memscope_page::Msg;
-use wasm_bindgen::closure::Closure;
-use wasm_bindgen::{JsCast, JsValue};
+
 use web_sys::{Event, HtmlElement, MediaQueryList};
 
-use crate::app::Shared;
-use crate::dom::{self, attr, by_id, on};
+use crate::app::{App, Shared};
+use crate::dom::{self, attr, by_id};
+use crate::input::{on_click, route};
 
 /// localStorage keys are prefixed so memscope never reads another page's settings.
 const PREFIX: &str = "memscope.";
@@ -93,36 +93,29 @@ pub fn render_help(open: bool) {
 pub fn install(app: &Shared) {
     register_service_worker();
     set_theme(&theme());
-    {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>("theme"), "click", move |_: Event| {
-            let current = theme();
-            let i = THEMES.iter().position(|t| *t == current).unwrap_or(0);
-            let next = THEMES[(i + 1) % THEMES.len()];
-            remember("theme", next);
-            set_theme(next);
-            app.borrow_mut().theme_changed();
-        });
-    }
+    on_click(app, "theme", next_theme);
     if let Some(query) = system_dark() {
-        let app = app.clone();
-        let listener = Closure::<dyn FnMut(JsValue)>::new(move |_| {
-            if theme() == "system" {
-                set_theme("system");
-                app.borrow_mut().theme_changed();
-            }
-        });
-        let _ = query.add_event_listener_with_callback("change", listener.as_ref().unchecked_ref());
-        // Page-lifetime listener.
-        listener.forget();
+        route(app, &query, "change", |a, _: Event| system_theme_changed(a));
     }
-    for id in ["help", "help-close"] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            let mut a = app.borrow_mut();
-            if id == "help" || a.page.help_open {
-                a.dispatch(Msg::ToggleHelp);
-            }
-        });
+    for (id, msg) in [("help", Msg::ToggleHelp), ("help-close", Msg::CloseHelp)] {
+        on_click(app, id, move |a| a.dispatch(msg.clone()));
     }
+}
+
+/// The system's light or dark changed: follow it when the theme is the system's.
+fn system_theme_changed(a: &mut App) {
+    if theme() == "system" {
+        set_theme("system");
+        a.theme_changed();
+    }
+}
+
+/// The theme button: the next theme, remembered.
+fn next_theme(a: &mut App) {
+    let current = theme();
+    let i = THEMES.iter().position(|t| *t == current).unwrap_or(0);
+    let next = THEMES[(i + 1) % THEMES.len()];
+    remember("theme", next);
+    set_theme(next);
+    a.theme_changed();
 }

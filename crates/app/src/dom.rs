@@ -106,6 +106,17 @@ pub fn on<E: JsCast + 'static>(
     closure.forget();
 }
 
+/// A client point as `{x, y}` for the scripting API (`null` when there is none).
+pub fn point(at: Option<(f64, f64)>) -> wasm_bindgen::JsValue {
+    let Some((x, y)) = at else {
+        return wasm_bindgen::JsValue::NULL;
+    };
+    let point = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&point, &"x".into(), &x.into());
+    let _ = js_sys::Reflect::set(&point, &"y".into(), &y.into());
+    point.into()
+}
+
 /// Sets `data-status` on the body: the markers browser tests wait for.
 pub fn set_status(status: &str) {
     if let Some(body) = document().body() {

@@ -53,6 +53,7 @@ use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
 use crate::app::{App, RankState, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
+use crate::input::{on_click, route};
 use crate::later::{self, Later, When};
 
 /// Allocation ids listed as buttons in the selection bar (the count is always exact).
@@ -690,86 +691,78 @@ fn data<T: std::str::FromStr>(e: &Element, name: &str) -> Option<T> {
 pub fn wire(app: &Shared) {
     attr(&by_id::<Element>("workspace"), "role", "tabpanel");
     for (id, fleet) in [("view-rank", false), ("view-fleet", true)] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            set_view(&mut app.borrow_mut(), fleet)
-        });
+        on_click(app, id, move |a| set_view(a, fleet));
     }
     let root: HtmlElement = by_id("fleet");
-    {
-        let app = app.clone();
-        on(&root, "click", move |e: MouseEvent| {
-            if let Some(target) = action_target(&e) {
-                act(&mut app.borrow_mut(), &target, "click");
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&root, "change", move |e: Event| {
-            if let Some(target) = action_target(&e) {
-                act(&mut app.borrow_mut(), &target, "change");
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("phases"),
-            "click",
-            move |e: MouseEvent| {
-                let Some(target) = action_target(&e) else {
-                    return;
-                };
-                let mut app = app.borrow_mut();
-                match target.get_attribute("data-action").as_deref() {
-                    Some("phase") => lanes::on_rank_lane_click(&mut app, &target),
-                    Some("select-id") => {
-                        if let Some(id) = data::<u32>(&target, "data-id") {
-                            app.select(id);
-                            render_selection(&app);
-                        }
-                    }
-                    Some("selection-close") => {
-                        app.fleet.selection = None;
-                        render_selection(&app);
-                    }
-                    _ => {}
-                }
-            },
-        );
-    }
-    // Choosing a device in the rank list shows its timeline.
-    {
-        let app = app.clone();
-        let ranks: HtmlElement = by_id("ranks");
-        let show_rank = move |e: &Event| {
-            let on_device = e
-                .target()
-                .and_then(|t| t.dyn_into::<Element>().ok())
-                .and_then(|t| t.closest(".device").ok().flatten())
-                .is_some();
-            if on_device {
-                set_view(&mut app.borrow_mut(), false);
-            }
-        };
-        on(&ranks, "click", move |e: MouseEvent| show_rank(&e));
-    }
+    route(app, &root, "click", |a, e: MouseEvent| {
+        acted(a, &e, "click")
+    });
+    route(app, &root, "change", |a, e: Event| acted(a, &e, "change"));
+    route(
+        app,
+        &by_id::<HtmlElement>("phases"),
+        "click",
+        |a, e: MouseEvent| phases_clicked(a, &e),
+    );
     heat::wire(app);
     lanes::wire(app);
     filed::wire(app);
-    {
-        let app = app.clone();
-        on(&dom::window(), "resize", move |_: Event| {
-            let mut app = app.borrow_mut();
-            if app.page.fleet.shown {
-                heat::render(&app);
-                lanes::render(&app);
-                compare::render_curves(&app);
-            } else {
-                lanes::render_rank_lane(&mut app);
+}
+
+/// A fleet canvas (`canvas_id`): leaving it hides its readout (`hover_id`), a click
+/// goes to `clicked`.
+fn wire_canvas(
+    app: &Shared,
+    canvas_id: &str,
+    hover_id: &'static str,
+    clicked: fn(&mut App, &MouseEvent),
+) {
+    let canvas: HtmlElement = by_id(canvas_id);
+    on(&canvas, "mouseleave", move |_: MouseEvent| {
+        dom::show(&by_id(hover_id), false)
+    });
+    route(app, &canvas, "click", move |a, e: MouseEvent| {
+        clicked(a, &e)
+    });
+}
+
+/// A click or change on a fleet element naming an action: run it.
+fn acted(a: &mut App, e: &Event, event: &str) {
+    if let Some(target) = action_target(e) {
+        act(a, &target, event);
+    }
+}
+
+/// A click on the rank view's phase lane or its selection card.
+fn phases_clicked(a: &mut App, e: &MouseEvent) {
+    let Some(target) = action_target(e) else {
+        return;
+    };
+    match target.get_attribute("data-action").as_deref() {
+        Some("phase") => lanes::on_rank_lane_click(a, &target),
+        Some("select-id") => {
+            if let Some(id) = data::<u32>(&target, "data-id") {
+                a.select(id);
+                render_selection(a);
             }
-        });
+        }
+        Some("selection-close") => {
+            a.fleet.selection = None;
+            render_selection(a);
+        }
+        _ => {}
+    }
+}
+
+/// The window was resized (the window's router, `crate::input`): the fleet's canvases,
+/// or the rank view's phase lane, take the new size.
+pub fn resized(a: &mut App) {
+    if a.page.fleet.shown {
+        heat::render(a);
+        lanes::render(a);
+        compare::render_curves(a);
+    } else {
+        lanes::render_rank_lane(a);
     }
 }
 

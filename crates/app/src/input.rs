@@ -1,7 +1,9 @@
 //! The page's input routers: one listener per DOM event type that several views
-//! share (`keydown` on the document, `mousemove` and `mouseup` on the window), each a
-//! translation of the event into a [`Msg`] for the page model or into the one drag in
-//! progress ([`Drag`]). Which view handles a key depends on where the keyboard is
+//! share (`keydown` on the document, `mousemove`, `mouseup` and `resize` on the
+//! window), each a translation of the event into a [`Msg`] for the page model or into
+//! the one drag in progress ([`Drag`]). Every view's own listener is one line through
+//! [`route`] to one handler; presses that start a drag go through [`on_press`], the
+//! wheel over a canvas on the timeline's axis through [`on_wheel`]. Which view handles a key depends on where the keyboard is
 //! ([`memscope_page::keys::Focus`]), never on the order listeners were added in; the
 //! bindings themselves are the page model's ([`memscope_page::keys`]). The fleet view's
 //! keys (view switch, Enter on its rows) and its canvases' readouts are one route each
@@ -13,7 +15,7 @@
 use memscope_page::keys::{Focus, KeyPress};
 use memscope_page::{Axis, Msg};
 use wasm_bindgen::JsCast;
-use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent, WheelEvent};
+use web_sys::{Element, Event, EventTarget, HtmlElement, KeyboardEvent, MouseEvent, WheelEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{self, attr, by_id, on};
@@ -59,7 +61,7 @@ pub enum Drag {
 }
 
 /// Where the keyboard is, from the element a key event went to.
-fn focus_of(target: Option<web_sys::EventTarget>) -> Focus {
+fn focus_of(target: Option<EventTarget>) -> Focus {
     let Some(e) = target.and_then(|t| t.dyn_into::<Element>().ok()) else {
         return Focus::Page;
     };
@@ -108,165 +110,103 @@ pub fn wheel_msg(e: &WheelEvent, at: Option<f64>) -> Option<Msg> {
     }
 }
 
+/// Adds a listener for `event` on `target` that hands the event and the page to
+/// `handler`: the one-line shape every view's listener has.
+pub fn route<E: JsCast + 'static>(
+    app: &Shared,
+    target: &EventTarget,
+    event: &str,
+    handler: impl Fn(&mut App, E) + 'static,
+) {
+    let app = app.clone();
+    on(target, event, move |e: E| handler(&mut app.borrow_mut(), e));
+}
+
+/// The attribute `name` (parsed) of the element an event went to, or of its nearest
+/// ancestor matching `within`: which row or mark of a list was clicked.
+pub fn event_data<T: std::str::FromStr>(e: &Event, within: &str, name: &str) -> Option<T> {
+    let target = e.target()?.dyn_into::<Element>().ok()?;
+    let holder = target.closest(within).ok()??;
+    holder.get_attribute(name)?.parse().ok()
+}
+
+/// A click on the element with id `id` runs `handler` with the page.
+pub fn on_click(app: &Shared, id: &str, handler: impl Fn(&mut App) + 'static) {
+    route(
+        app,
+        &by_id::<HtmlElement>(id),
+        "click",
+        move |a, _: Event| handler(a),
+    );
+}
+
+/// A primary-button press on `target` starts the drag `start` gives (from the page, the
+/// event and its client position); the window's one `mousemove`/`mouseup` router
+/// carries it on. Shared by the memory timeline, its ruler and the rows canvases.
+pub fn on_press(
+    app: &Shared,
+    target: &EventTarget,
+    start: impl Fn(&App, &MouseEvent, f64, f64) -> Option<Drag> + 'static,
+) {
+    route(app, target, "mousedown", move |a, e: MouseEvent| {
+        if e.button() != 0 {
+            return;
+        }
+        e.prevent_default();
+        let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+        if let Some(drag) = start(a, &e, cx, cy) {
+            a.drag = drag;
+        }
+    });
+}
+
+/// The wheel and double click over a canvas on the timeline's axis ([`wheel_msg`],
+/// double click fits); `data_x` gives the data x under a client position.
+pub fn on_wheel(
+    app: &Shared,
+    target: &EventTarget,
+    data_x: impl Fn(&App, f64, f64) -> Option<f64> + 'static,
+) {
+    route(app, target, "wheel", move |a, e: WheelEvent| {
+        let at = data_x(a, f64::from(e.client_x()), f64::from(e.client_y()));
+        if let Some(msg) = wheel_msg(&e, at) {
+            e.prevent_default();
+            a.dispatch(msg);
+        }
+    });
+    route(app, target, "dblclick", |a, _: MouseEvent| {
+        a.dispatch(Msg::Fit)
+    });
+}
+
 /// Wires the routers and the memory timeline's input.
 pub fn wire(app: &Shared) {
-    {
-        let app = app.clone();
-        on(&dom::document(), "keydown", move |e: KeyboardEvent| {
-            let mut a = app.borrow_mut();
-            if crate::fleet::on_key(&mut a, &e) {
-                return;
-            }
-            let list_page = a
-                .lenses
-                .lists
-                .as_ref()
-                .map_or(10, |l| l.events.page() as i64);
-            let press = KeyPress {
-                code: e.code(),
-                key: e.key(),
-                shift: e.shift_key(),
-                modifier: e.ctrl_key() || e.meta_key() || e.alt_key(),
-            };
-            let effects = memscope_page::update(
-                &mut a.page,
-                Msg::Key {
-                    press,
-                    focus: focus_of(e.target()),
-                    list_page,
-                },
-            );
-            if !effects.0.is_empty() {
-                e.prevent_default();
-            }
-            a.run(effects);
-        });
-    }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mousemove", move |e: MouseEvent| {
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let mut a = app.borrow_mut();
-            match a.drag {
-                Drag::None => {
-                    crate::fleet::on_hover(&a, &e);
-                    hover(&mut a, cx, cy, &e)
-                }
-                Drag::Pan { x, y, moved } => {
-                    if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
-                        return;
-                    }
-                    let Some(t) = a.timeline.as_ref() else { return };
-                    let w = a.page.window;
-                    let (ax, ay) = t.data_at(&w, x, y);
-                    let (bx, by) = t.data_at(&w, cx, cy);
-                    a.drag = Drag::Pan {
-                        x: cx,
-                        y: cy,
-                        moved: true,
-                    };
-                    a.dispatch(Msg::PanBy {
-                        dx: ax - bx,
-                        dy: ay - by,
-                    });
-                }
-                Drag::Box { cx: sx, cy: sy, .. } => draw_box(sx, sy, cx, cy),
-                Drag::Ruler { sx, x0 } => lenses::ruler_move(&a, sx, x0, cx),
-                Drag::Rows(d) => lenses::rows::drag_move(&mut a, d, cx, cy),
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&dom::window(), "mouseup", move |e: MouseEvent| {
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let mut a = app.borrow_mut();
-            match std::mem::take(&mut a.drag) {
-                Drag::None => {}
-                Drag::Box {
-                    x0,
-                    y0,
-                    cx: sx,
-                    cy: sy,
-                } => {
-                    dom::show(&by_id("box"), false);
-                    if (cx - sx).abs() > 4.0 && (cy - sy).abs() > 4.0 {
-                        let Some(t) = a.timeline.as_ref() else { return };
-                        let (x1, y1) = t.data_at(&a.page.window, cx, cy);
-                        a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
-                    }
-                }
-                Drag::Pan { moved: true, .. } => {}
-                Drag::Pan { moved: false, .. } => click(&mut a, cx, cy),
-                Drag::Ruler { sx, x0 } => lenses::ruler_end(&mut a, sx, x0, cx),
-                Drag::Rows(d) => lenses::rows::drag_end(&mut a, d, cx, cy),
-            }
-        });
-    }
+    route(app, &dom::document(), "keydown", |a, e: KeyboardEvent| {
+        key_down(a, &e)
+    });
+    route(app, &dom::window(), "mousemove", |a, e: MouseEvent| {
+        pointer_moved(a, &e)
+    });
+    route(app, &dom::window(), "mouseup", |a, e: MouseEvent| {
+        pointer_released(a, &e)
+    });
     let Some(canvas) = app.borrow().timeline.as_ref().map(|t| t.canvas().clone()) else {
         return;
     };
-    {
-        let app = app.clone();
-        on(&canvas, "mousedown", move |e: MouseEvent| {
-            if e.button() != 0 {
-                return;
-            }
-            e.prevent_default();
-            let mut a = app.borrow_mut();
-            let Some(t) = a.timeline.as_ref() else {
-                return;
-            };
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            a.drag = if e.alt_key() {
-                let (x0, y0) = t.data_at(&a.page.window, cx, cy);
-                Drag::Box { x0, y0, cx, cy }
-            } else {
-                Drag::Pan {
-                    x: cx,
-                    y: cy,
-                    moved: false,
-                }
-            };
-        });
-    }
-    {
-        let app = app.clone();
-        on(&canvas, "dblclick", move |_: MouseEvent| {
-            app.borrow_mut().dispatch(Msg::Fit)
-        });
-    }
-    {
-        let app = app.clone();
-        on(&canvas, "wheel", move |e: WheelEvent| {
-            let mut a = app.borrow_mut();
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            let at = a
-                .timeline
-                .as_ref()
-                .map(|t| t.data_at(&a.page.window, cx, cy).0);
-            if let Some(msg) = wheel_msg(&e, at) {
-                e.prevent_default();
-                a.dispatch(msg);
-            }
-        });
-    }
+    on_press(app, &canvas, timeline_press);
+    on_wheel(app, &canvas, |a, cx, cy| {
+        Some(a.timeline.as_ref()?.data_at(&a.page.window, cx, cy).0)
+    });
     for (id, msg) in [
         ("axis-toggle", Msg::ToggleAxis),
         ("y-scale", Msg::ToggleYScale),
         ("fit", Msg::Fit),
     ] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            app.borrow_mut().dispatch(msg.clone())
-        });
+        on_click(app, id, move |a| a.dispatch(msg.clone()));
     }
-    {
-        let app = app.clone();
-        on(&dom::window(), "resize", move |_: Event| {
-            app.borrow_mut().resized()
-        });
-    }
+    route(app, &dom::window(), "resize", |a, _: Event| {
+        window_resized(a)
+    });
     {
         // The lens pane is resizable by its corner: its canvases take the new size.
         let app = app.clone();
@@ -280,6 +220,117 @@ pub fn wire(app: &Shared) {
         // Page-lifetime observer.
         resized.forget();
     }
+}
+
+/// A press on the memory timeline: Alt starts a box zoom, else a pan (a click when
+/// it does not move).
+fn timeline_press(a: &App, e: &MouseEvent, cx: f64, cy: f64) -> Option<Drag> {
+    let t = a.timeline.as_ref()?;
+    Some(if e.alt_key() {
+        let (x0, y0) = t.data_at(&a.page.window, cx, cy);
+        Drag::Box { x0, y0, cx, cy }
+    } else {
+        Drag::Pan {
+            x: cx,
+            y: cy,
+            moved: false,
+        }
+    })
+}
+
+/// A key anywhere: the fleet's keys first, then the page model's bindings for where the
+/// keyboard is.
+fn key_down(a: &mut App, e: &KeyboardEvent) {
+    if crate::fleet::on_key(a, e) {
+        return;
+    }
+    let list_page = a
+        .lenses
+        .lists
+        .as_ref()
+        .map_or(10, |l| l.events.page() as i64);
+    let press = KeyPress {
+        code: e.code(),
+        key: e.key(),
+        shift: e.shift_key(),
+        modifier: e.ctrl_key() || e.meta_key() || e.alt_key(),
+    };
+    let effects = memscope_page::update(
+        &mut a.page,
+        Msg::Key {
+            press,
+            focus: focus_of(e.target()),
+            list_page,
+        },
+    );
+    if !effects.0.is_empty() {
+        e.prevent_default();
+    }
+    a.run(effects);
+}
+
+/// The pointer moved anywhere: the drag in progress, or the hover readouts.
+fn pointer_moved(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    match a.drag {
+        Drag::None => {
+            crate::fleet::on_hover(a, e);
+            hover(a, cx, cy, e)
+        }
+        Drag::Pan { x, y, moved } => {
+            if !moved && (cx - x).abs() + (cy - y).abs() <= 3.0 {
+                return;
+            }
+            let Some(t) = a.timeline.as_ref() else { return };
+            let w = a.page.window;
+            let (ax, ay) = t.data_at(&w, x, y);
+            let (bx, by) = t.data_at(&w, cx, cy);
+            a.drag = Drag::Pan {
+                x: cx,
+                y: cy,
+                moved: true,
+            };
+            a.dispatch(Msg::PanBy {
+                dx: ax - bx,
+                dy: ay - by,
+            });
+        }
+        Drag::Box { cx: sx, cy: sy, .. } => draw_box(sx, sy, cx, cy),
+        Drag::Ruler { sx, x0 } => lenses::ruler_move(a, sx, x0, cx),
+        Drag::Rows(d) => lenses::rows::drag_move(a, d, cx, cy),
+    }
+}
+
+/// The pointer was released anywhere: the drag in progress ends (a press without a
+/// move on the timeline is a click).
+fn pointer_released(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    match std::mem::take(&mut a.drag) {
+        Drag::None => {}
+        Drag::Box {
+            x0,
+            y0,
+            cx: sx,
+            cy: sy,
+        } => {
+            dom::show(&by_id("box"), false);
+            if (cx - sx).abs() > 4.0 && (cy - sy).abs() > 4.0 {
+                let Some(t) = a.timeline.as_ref() else { return };
+                let (x1, y1) = t.data_at(&a.page.window, cx, cy);
+                a.dispatch(Msg::ZoomTo { x0, x1, y0, y1 });
+            }
+        }
+        Drag::Pan { moved: true, .. } => {}
+        Drag::Pan { moved: false, .. } => click(a, cx, cy),
+        Drag::Ruler { sx, x0 } => lenses::ruler_end(a, sx, x0, cx),
+        Drag::Rows(d) => lenses::rows::drag_end(a, d, cx, cy),
+    }
+}
+
+/// The window was resized: the timeline and its followers, then the fleet's canvases.
+fn window_resized(a: &mut App) {
+    a.resized();
+    crate::fleet::resized(a);
 }
 
 /// A click (press and release without a move) on the memory timeline: select the

@@ -57,7 +57,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use crate::app::{App, Shared};
-use crate::dom::{self, attr, by_id, on, style};
+use crate::dom::{self, attr, by_id, style};
 use crate::later::{self, Later, When};
 
 /// The tabs under the memory timeline (the page model's).
@@ -666,12 +666,8 @@ pub fn wire(app: &Shared) {
         a.lenses.panel = Some(state_panel::Panel::new());
     }
     for tab in Tab::ALL {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>(&format!("tab-{}", tab.name())),
-            "click",
-            move |_: Event| show_tab(&mut app.borrow_mut(), tab),
-        );
+        let button = by_id::<HtmlElement>(&format!("tab-{}", tab.name()));
+        crate::input::route(app, &button, "click", move |a, _: Event| show_tab(a, tab));
     }
     wire_ruler(app);
     rows::wire(app);
@@ -694,18 +690,13 @@ fn wire_ruler(app: &Shared) {
         "title",
         "Click to set the moment; drag to see what happened over a range",
     );
-    let app = app.clone();
-    on(&ruler, "mousedown", move |e: MouseEvent| {
-        if e.button() != 0 {
-            return;
-        }
-        e.prevent_default();
-        let mut a = app.borrow_mut();
-        let Some(t) = a.timeline.as_ref() else { return };
-        let cx = f64::from(e.client_x());
-        let x0 = t.data_at(&a.page.window, cx, 0.0).0;
-        a.drag = crate::input::Drag::Ruler { sx: cx, x0 };
-    });
+    crate::input::on_press(app, &ruler, ruler_press);
+}
+
+/// A press on the ruler starts a range there (a click when it does not move).
+fn ruler_press(a: &App, _: &MouseEvent, cx: f64, _: f64) -> Option<crate::input::Drag> {
+    let x0 = a.timeline.as_ref()?.data_at(&a.page.window, cx, 0.0).0;
+    Some(crate::input::Drag::Ruler { sx: cx, x0 })
 }
 
 /// The pointer moved while dragging on the ruler: shade the range so far.
@@ -827,15 +818,7 @@ pub fn expose(app: &Shared) {
             } else {
                 rows::locate(&a, &view, id)
             };
-            match at {
-                Some((x, y)) => {
-                    let point = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&point, &"x".into(), &x.into());
-                    let _ = js_sys::Reflect::set(&point, &"y".into(), &y.into());
-                    point.into()
-                }
-                None => JsValue::NULL,
-            }
+            dom::point(at)
         })
     };
     let _ = js_sys::Reflect::set(&api, &"lenses".into(), state.as_ref());

@@ -33,6 +33,7 @@ use web_sys::{DragEvent, Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use crate::app::{App, Shared};
 use crate::dom::{by_id, on};
+use crate::input::route;
 use crate::pool::Pool;
 use crate::timeline::TimelinePane;
 
@@ -122,14 +123,9 @@ fn wire_loading(app: &Shared) {
     let file_input: HtmlInputElement = by_id("file-input");
     let folder_input: HtmlInputElement = by_id("folder-input");
     for (input, from_folder) in [(file_input.clone(), false), (folder_input.clone(), true)] {
-        let app = app.clone();
-        let target = input.clone();
-        on(&input, "change", move |_: Event| {
-            if let Some(list) = target.files() {
-                let files = files::from_list(&list, from_folder);
-                app.borrow_mut().add_files(files);
-            }
-            target.set_value("");
+        let field = input.clone();
+        route(app, &input, "change", move |a, _: Event| {
+            picked(a, &field, from_folder)
         });
     }
     let open_files: HtmlElement = by_id("open-files");
@@ -149,47 +145,64 @@ fn wire_loading(app: &Shared) {
         });
     }
     // Drops anywhere on the page.
-    let overlay: HtmlElement = by_id("drop-overlay");
     let doc = dom::document();
-    {
-        let overlay = overlay.clone();
-        on(&doc, "dragover", move |e: DragEvent| {
-            e.prevent_default();
-            dom::show(&overlay, true);
-        });
-    }
-    {
-        let overlay = overlay.clone();
-        on(&doc, "dragleave", move |e: DragEvent| {
-            // Leaving the window (no related target) hides the overlay.
-            if e.related_target().is_none() {
-                dom::show(&overlay, false);
-            }
-        });
-    }
+    on(&doc, "dragover", |e: DragEvent| drag_over(&e));
+    on(&doc, "dragleave", |e: DragEvent| drag_left(&e));
     {
         let app = app.clone();
-        on(&doc, "drop", move |e: DragEvent| {
-            e.prevent_default();
-            dom::show(&overlay, false);
-            let Some(transfer) = e.data_transfer() else {
-                return;
-            };
-            open_dropped(&app, files::Dropped::take(&transfer));
-        });
+        on(&doc, "drop", move |e: DragEvent| dropped(&app, &e));
     }
     // Choosing a device.
-    let ranks: HtmlElement = by_id("ranks");
-    let app = app.clone();
-    on(&ranks, "click", move |e: MouseEvent| {
-        if let Some((key, device)) = e
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            .and_then(|t| app::device_row_of(&t))
-        {
-            app.borrow_mut().activate(key, device, true);
-        }
-    });
+    route(
+        app,
+        &by_id::<HtmlElement>("ranks"),
+        "click",
+        |a, e: MouseEvent| device_clicked(a, &e),
+    );
+}
+
+/// Files chosen in a picker (a folder's with their relative paths): open them, and
+/// empty the picker so that choosing the same files again is a change.
+fn picked(a: &mut App, field: &HtmlInputElement, from_folder: bool) {
+    if let Some(list) = field.files() {
+        a.add_files(files::from_list(&list, from_folder));
+    }
+    field.set_value("");
+}
+
+/// Something dragged over the page: it may be dropped (show where).
+fn drag_over(e: &DragEvent) {
+    e.prevent_default();
+    dom::show(&by_id("drop-overlay"), true);
+}
+
+/// A drag left: leaving the window (no related target) hides the overlay.
+fn drag_left(e: &DragEvent) {
+    if e.related_target().is_none() {
+        dom::show(&by_id("drop-overlay"), false);
+    }
+}
+
+/// Files or a folder dropped anywhere on the page: open them.
+fn dropped(app: &Shared, e: &DragEvent) {
+    e.prevent_default();
+    dom::show(&by_id("drop-overlay"), false);
+    if let Some(transfer) = e.data_transfer() {
+        open_dropped(app, files::Dropped::take(&transfer));
+    }
+}
+
+/// A click on a device row of the ranks list: show that device.
+fn device_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some((key, device)) = e
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|t| app::device_row_of(&t))
+    {
+        a.activate(key, device, true);
+        // A device's timeline is in the rank view.
+        fleet::set_view(a, false);
+    }
 }
 
 /// `window.memscope`: a small read-only API for scripts and tests driving the page —
@@ -204,19 +217,11 @@ fn expose_for_automation(app: &Shared) {
         let app = app.clone();
         Closure::<dyn Fn(u32) -> JsValue>::new(move |id: u32| {
             let app = app.borrow();
-            match app
-                .timeline
-                .as_ref()
-                .and_then(|t| t.locate(&app.page.window, id))
-            {
-                Some((x, y)) => {
-                    let point = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&point, &"x".into(), &x.into());
-                    let _ = js_sys::Reflect::set(&point, &"y".into(), &y.into());
-                    point.into()
-                }
-                None => JsValue::NULL,
-            }
+            dom::point(
+                app.timeline
+                    .as_ref()
+                    .and_then(|t| t.locate(&app.page.window, id)),
+            )
         })
     };
     let stats = {
@@ -257,28 +262,31 @@ fn expose_for_automation(app: &Shared) {
 
 fn wire_panel(app: &Shared) {
     let body: HtmlElement = by_id("detail-body");
-    let app = app.clone();
-    on(&body, "click", move |e: MouseEvent| {
-        let Some(target) = e
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        else {
-            return;
-        };
-        let mut app = app.borrow_mut();
-        match target.id().as_str() {
-            "noise-toggle" => {
-                app.show_noise = !app.show_noise;
-                panel::show(app.detail.as_ref(), app.show_noise);
-            }
-            "copy-stack" => {
-                if let Some(d) = &app.detail {
-                    let text = panel::stack_text(d);
-                    let _ = dom::window().navigator().clipboard().write_text(&text);
-                    target.set_text_content(Some("Copied"));
-                }
-            }
-            _ => {}
-        }
+    route(app, &body, "click", |a, e: MouseEvent| {
+        detail_clicked(a, &e)
     });
+}
+
+/// A click in the detail panel: its noise toggle or its copy-stack button.
+fn detail_clicked(app: &mut App, e: &MouseEvent) {
+    let Some(target) = e
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+    else {
+        return;
+    };
+    match target.id().as_str() {
+        "noise-toggle" => {
+            app.show_noise = !app.show_noise;
+            panel::show(app.detail.as_ref(), app.show_noise);
+        }
+        "copy-stack" => {
+            if let Some(d) = &app.detail {
+                let text = panel::stack_text(d);
+                let _ = dom::window().navigator().clipboard().write_text(&text);
+                target.set_text_content(Some("Copied"));
+            }
+        }
+        _ => {}
+    }
 }

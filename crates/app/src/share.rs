@@ -303,86 +303,84 @@ pub fn install(app: &Shared) {
     app.borrow_mut().share.app = Some(std::rc::Rc::downgrade(app));
     let hash = dom::window().location().hash().unwrap_or_default();
     run(app, &hash);
-    {
+    for (event, reload_for_url) in [("popstate", false), ("hashchange", true)] {
         let app = app.clone();
-        dom::on(&dom::window(), "popstate", move |_: web_sys::Event| {
-            let hash = dom::window().location().hash().unwrap_or_default();
-            if hash != app.borrow().share.written {
-                run(&app, &hash);
-            }
-        });
-    }
-    {
-        // A hash typed or changed by a link (not by us) with a new #url= needs the page
-        // to start again: the Content-Security-Policy lets in that address only then.
-        let app = app.clone();
-        dom::on(&dom::window(), "hashchange", move |_: web_sys::Event| {
-            let hash = dom::window().location().hash().unwrap_or_default();
-            if hash == app.borrow().share.written {
-                return;
-            }
-            if parse(&hash)
-                .commands
-                .iter()
-                .any(|c| matches!(c, Command::Url(_)))
-            {
-                let _ = dom::window().location().reload();
-            } else {
-                run(&app, &hash);
-            }
+        dom::on(&dom::window(), event, move |_: web_sys::Event| {
+            navigated(&app, reload_for_url)
         });
     }
     install_handshake(app);
+}
+
+/// Back/forward or a changed hash: apply a hash the page did not write itself. A hash
+/// typed or changed by a link (`reload_for_url`, on `hashchange`) with a new `#url=`
+/// needs the page to start again: the Content-Security-Policy lets in that address
+/// only then.
+fn navigated(app: &Shared, reload_for_url: bool) {
+    let hash = dom::window().location().hash().unwrap_or_default();
+    if hash == app.borrow().share.written {
+        return;
+    }
+    if reload_for_url
+        && parse(&hash)
+            .commands
+            .iter()
+            .any(|c| matches!(c, Command::Url(_)))
+    {
+        let _ = dom::window().location().reload();
+    } else {
+        run(app, &hash);
+    }
 }
 
 /// The postMessage handshake (as Perfetto's): another page opens memscope, posts
 /// `"PING"` until it answers `"PONG"`, then posts `{memscope: {name, buffer}}` (or a list
 /// of them) with the snapshot's bytes as an ArrayBuffer. The bytes stay in this browser.
 fn install_handshake(app: &Shared) {
-    let app = app.clone();
-    let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-        let data = e.data();
-        if data.as_string().as_deref() == Some("PING") {
-            if let Some(source) = e.source() {
-                let reply = js_sys::Reflect::get(&source, &"postMessage".into())
-                    .ok()
-                    .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-                if let Some(post) = reply {
-                    let origin = if e.origin().is_empty() || e.origin() == "null" {
-                        "*".to_owned()
-                    } else {
-                        e.origin()
-                    };
-                    let _ = post.call2(&source, &"PONG".into(), &origin.into());
-                }
-            }
-            return;
-        }
-        let Ok(payload) = js_sys::Reflect::get(&data, &"memscope".into()) else {
-            return;
-        };
-        let items: Vec<JsValue> = if js_sys::Array::is_array(&payload) {
-            js_sys::Array::from(&payload).iter().collect()
-        } else {
-            vec![payload]
-        };
-        let mut sources = Vec::new();
-        for item in items {
-            let buffer = js_sys::Reflect::get(&item, &"buffer".into())
-                .ok()
-                .and_then(|b| b.dyn_into::<js_sys::ArrayBuffer>().ok());
-            let name = js_sys::Reflect::get(&item, &"name".into())
-                .ok()
-                .and_then(|n| n.as_string())
-                .unwrap_or_else(|| "snapshot.pickle".to_owned());
-            if let Some(buffer) = buffer {
-                sources.push((name, Source::Bytes(buffer)));
-            }
-        }
-        app.borrow_mut().add_sources(sources);
+    crate::input::route(app, &dom::window(), "message", |a, e: MessageEvent| {
+        message(a, &e)
     });
-    let _ = dom::window()
-        .add_event_listener_with_callback("message", listener.as_ref().unchecked_ref());
-    // Page-lifetime listener.
-    listener.forget();
+}
+
+/// A message posted to the page: answer `"PING"`, open the snapshots it carries.
+fn message(a: &mut App, e: &MessageEvent) {
+    let data = e.data();
+    if data.as_string().as_deref() == Some("PING") {
+        if let Some(source) = e.source() {
+            let reply = js_sys::Reflect::get(&source, &"postMessage".into())
+                .ok()
+                .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+            if let Some(post) = reply {
+                let origin = if e.origin().is_empty() || e.origin() == "null" {
+                    "*".to_owned()
+                } else {
+                    e.origin()
+                };
+                let _ = post.call2(&source, &"PONG".into(), &origin.into());
+            }
+        }
+        return;
+    }
+    let Ok(payload) = js_sys::Reflect::get(&data, &"memscope".into()) else {
+        return;
+    };
+    let items: Vec<JsValue> = if js_sys::Array::is_array(&payload) {
+        js_sys::Array::from(&payload).iter().collect()
+    } else {
+        vec![payload]
+    };
+    let mut sources = Vec::new();
+    for item in items {
+        let buffer = js_sys::Reflect::get(&item, &"buffer".into())
+            .ok()
+            .and_then(|b| b.dyn_into::<js_sys::ArrayBuffer>().ok());
+        let name = js_sys::Reflect::get(&item, &"name".into())
+            .ok()
+            .and_then(|n| n.as_string())
+            .unwrap_or_else(|| "snapshot.pickle".to_owned());
+        if let Some(buffer) = buffer {
+            sources.push((name, Source::Bytes(buffer)));
+        }
+    }
+    a.add_sources(sources);
 }

@@ -288,6 +288,8 @@ pub enum Msg {
     TabStep(i64),
     /// Show or hide the keyboard help.
     ToggleHelp,
+    /// Close the keyboard help (its close button); nothing when it is closed.
+    CloseHelp,
     /// Esc, with the keyboard at `focus`.
     Escape {
         /// Where the keyboard is.
@@ -630,6 +632,11 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
         Msg::ToggleHelp => {
             s.help_open = !s.help_open;
             fx.push(Effect::Dom(Part::Help));
+        }
+        Msg::CloseHelp => {
+            if s.help_open {
+                apply(s, Msg::ToggleHelp, fx);
+            }
         }
         Msg::Escape { focus } => {
             if s.help_open {

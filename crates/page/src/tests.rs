@@ -205,6 +205,19 @@ fn esc_closes_the_help_first() {
 }
 
 #[test]
+fn the_help_close_button_closes_only_an_open_help() {
+    let mut s = shown();
+    assert_eq!(update(&mut s, Msg::CloseHelp), Effects(vec![]));
+    assert!(!s.help_open);
+    update(&mut s, Msg::ToggleHelp);
+    assert!(s.help_open);
+    let fx = update(&mut s, Msg::CloseHelp);
+    assert!(!s.help_open);
+    assert_eq!(fx, Effects(vec![Effect::Dom(Part::Help)]));
+    assert_eq!(update(&mut s, Msg::CloseHelp), Effects(vec![]));
+}
+
+#[test]
 fn search_steps_through_the_matches_and_brings_each_into_view() {
     let mut s = shown();
     let fx = update(&mut s, Msg::SearchText("mm".into()));

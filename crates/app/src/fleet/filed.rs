@@ -20,7 +20,7 @@ use web_sys::{Event, HtmlElement, HtmlInputElement};
 
 use super::{focus as focus_loaded, refresh_soon, set_view, update_status, Target};
 use crate::app::App;
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text};
 use memscope_protocol::Source;
 
 /// The first key of a report file's ranks (loaded ranks count up from 1).
@@ -227,21 +227,21 @@ pub fn focus(app: &mut App, target: Target) {
 /// Wires the file picker of the request for a rank's snapshot (once, at start).
 pub fn wire(app: &crate::app::Shared) {
     let ask: HtmlElement = by_id("fleet-ask");
-    let app = app.clone();
-    on(&ask, "change", move |e: Event| {
-        let Some(input) = e
-            .target()
-            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
-        else {
-            return;
-        };
-        let Some(file) = input.files().and_then(|l| l.get(0)) else {
-            return;
-        };
-        let mut app = app.borrow_mut();
-        dom::show(&by_id("fleet-ask"), false);
-        app.add_files(vec![(file.name(), file)]);
-    });
+    crate::input::route(app, &ask, "change", |a, e: Event| snapshot_picked(a, &e));
+}
+
+/// The snapshot asked for was chosen: load it.
+fn snapshot_picked(a: &mut App, e: &Event) {
+    let Some(file) = e
+        .target()
+        .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+        .and_then(|input| input.files())
+        .and_then(|l| l.get(0))
+    else {
+        return;
+    };
+    dom::show(&by_id("fleet-ask"), false);
+    a.add_files(vec![(file.name(), file)]);
 }
 
 /// A loaded rank reported: if it is the snapshot of the filed rank asked for, show it.

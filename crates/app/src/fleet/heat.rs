@@ -29,7 +29,7 @@ use memscope_page::fleet::{update, FleetMsg, FleetView, Redraw, RowOrder};
 use super::draw;
 use super::{all_reported, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 
 /// Bins of the shared axis: about one per CSS pixel of the plot on a laptop screen.
 pub const BINS: u32 = 480;
@@ -667,21 +667,16 @@ pub fn on_hover(app: &App, e: &MouseEvent) {
 
 /// Click-to-open on the canvas (its hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
-    let canvas: HtmlCanvasElement = by_id("heat-canvas");
-    on(&canvas, "mouseleave", move |_: MouseEvent| {
-        dom::show(&by_id::<HtmlElement>("heat-hover"), false);
-    });
-    {
-        let app = app.clone();
-        on(&canvas, "click", move |e: MouseEvent| {
-            let mut app = app.borrow_mut();
-            let Some(target) = target_at(&app, &e) else {
-                return;
-            };
-            dom::show(&by_id::<HtmlElement>("heat-hover"), false);
-            focus(&mut app, target);
-        });
-    }
+    super::wire_canvas(app, "heat-canvas", "heat-hover", clicked);
+}
+
+/// A click on a cell: open its rank around that moment.
+fn clicked(a: &mut App, e: &MouseEvent) {
+    let Some(target) = target_at(a, e) else {
+        return;
+    };
+    dom::show(&by_id::<HtmlElement>("heat-hover"), false);
+    focus(a, target);
 }
 
 fn canvas_parent() -> HtmlElement {

@@ -22,7 +22,7 @@ use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseE
 use super::heat::{BINS, ROW_PX};
 use super::{data, draw, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::timeline::css_color;
 
 /// Nesting depths drawn per rank in the Fleet view (all names).
@@ -321,47 +321,42 @@ pub fn on_hover(app: &App, e: &MouseEvent) {
 
 /// Click-to-open on the fleet lanes (their hover readout is routed by `crate::input`).
 pub fn wire(app: &Shared) {
-    let canvas: HtmlCanvasElement = by_id("lanes-canvas");
-    on(&canvas, "mouseleave", move |_: MouseEvent| {
-        dom::show(&by_id::<HtmlElement>("lanes-hover"), false);
-    });
-    {
-        let app = app.clone();
-        on(&canvas, "click", move |e: MouseEvent| {
-            let mut app = app.borrow_mut();
-            let Some((row, k)) = phase_at(&app, &e) else {
-                return;
-            };
-            let target = {
-                let lists = rows_phases(&app);
-                let (Some(c), Some(p)) = (
-                    &app.fleet.combined,
-                    lists.get(row).and_then(|l| l.phases.get(k)),
-                ) else {
-                    return;
-                };
-                let (key, device) = c.who[row];
-                let facts = &c.facts[row];
-                let s = p.start_us.or(facts.figures.first_time_us).unwrap_or(0);
-                let e = p.end_us.or(facts.figures.last_time_us).unwrap_or(s);
-                let pad = (e - s).max(1_000) / 20;
-                Target {
-                    key,
-                    device,
-                    window: Some(Window::Time {
-                        start_us: s - pad,
-                        end_us: e + pad,
-                    }),
-                    moment: Some(Moment::Time(s)),
-                    ids: Vec::new(),
-                    total_ids: 0,
-                    label: p.name.clone(),
-                }
-            };
-            dom::show(&by_id::<HtmlElement>("lanes-hover"), false);
-            focus(&mut app, target);
-        });
-    }
+    super::wire_canvas(app, "lanes-canvas", "lanes-hover", clicked);
+}
+
+/// A click on a phase of a rank's lane: open that rank over the phase.
+fn clicked(app: &mut App, e: &MouseEvent) {
+    let Some((row, k)) = phase_at(app, e) else {
+        return;
+    };
+    let target = {
+        let lists = rows_phases(app);
+        let (Some(c), Some(p)) = (
+            &app.fleet.combined,
+            lists.get(row).and_then(|l| l.phases.get(k)),
+        ) else {
+            return;
+        };
+        let (key, device) = c.who[row];
+        let facts = &c.facts[row];
+        let s = p.start_us.or(facts.figures.first_time_us).unwrap_or(0);
+        let e = p.end_us.or(facts.figures.last_time_us).unwrap_or(s);
+        let pad = (e - s).max(1_000) / 20;
+        Target {
+            key,
+            device,
+            window: Some(Window::Time {
+                start_us: s - pad,
+                end_us: e + pad,
+            }),
+            moment: Some(Moment::Time(s)),
+            ids: Vec::new(),
+            total_ids: 0,
+            label: p.name.clone(),
+        }
+    };
+    dom::show(&by_id::<HtmlElement>("lanes-hover"), false);
+    focus(app, target);
 }
 
 /// The phases of the shown device, if reported.

@@ -19,7 +19,8 @@ use web_sys::{Event, HtmlElement, MouseEvent};
 use super::glview::{dpr, GlView};
 use super::{ask, select_and_reveal, set_highlight, set_moment, HighlightSource, Tab};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::input::{event_data, on_click, route};
 
 /// CSS pixels per depth.
 const ROW_CSS: f64 = 18.0;
@@ -515,83 +516,21 @@ pub fn wire(app: &Shared) {
         Err(e) => by_id::<HtmlElement>("flame-caption")
             .set_text_content(Some(&format!("The flame graph cannot draw here: {e}."))),
     }
-    let button = |id: &str, f: fn(&mut App)| {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            let mut a = app.borrow_mut();
-            f(&mut a);
-        });
-    };
-    button("flame-live", |a| {
-        a.lenses.flame.weight = Weight::Live;
-        request(a);
+    on_click(app, "flame-live", |a| weigh(a, Weight::Live));
+    on_click(app, "flame-bytetime", |a| weigh(a, Weight::ByteTime));
+    on_click(app, "flame-peak", live_at_peak);
+    on_click(app, "flame-orientation", flip_orientation);
+    on_click(app, "flame-order", flip_order);
+    let crumbs = by_id::<HtmlElement>("flame-crumbs");
+    route(app, &crumbs, "click", |a, e: MouseEvent| {
+        crumb_clicked(a, &e)
     });
-    button("flame-bytetime", |a| {
-        a.lenses.flame.weight = Weight::ByteTime;
-        request(a);
+    let node = by_id::<HtmlElement>("flame-node");
+    route(app, &node, "click", |a, e: MouseEvent| {
+        allocation_clicked(a, &e)
     });
-    button("flame-peak", |a| {
-        a.lenses.flame.weight = Weight::Live;
-        set_moment(a, At::Peak);
-    });
-    button("flame-orientation", |a| {
-        let f = &mut a.lenses.flame;
-        f.orientation = match f.orientation {
-            Orientation::TopDown => Orientation::BottomUp,
-            Orientation::BottomUp => Orientation::TopDown,
-        };
-        // Paths differ between orientations: start from the root.
-        f.focus_path.clear();
-        f.focus_node = None;
-        f.clicked = true;
-        request(a);
-    });
-    button("flame-order", |a| {
-        let f = &mut a.lenses.flame;
-        f.order = match f.order {
-            FlameOrder::LeftHeavy => FlameOrder::Stable,
-            FlameOrder::Stable => FlameOrder::LeftHeavy,
-        };
-        request(a);
-    });
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-crumbs"),
-            "click",
-            move |e: MouseEvent| {
-                let Some(node) = target_data(&e, "data-node") else {
-                    return;
-                };
-                focus(&mut app.borrow_mut(), node);
-            },
-        );
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-node"),
-            "click",
-            move |e: MouseEvent| {
-                let Some(id) = target_data(&e, "data-id") else {
-                    return;
-                };
-                select_and_reveal(&mut app.borrow_mut(), id, true);
-            },
-        );
-    }
-    {
-        let app = app.clone();
-        on(
-            &by_id::<HtmlElement>("flame-scroll"),
-            "scroll",
-            move |_: Event| {
-                let mut a = app.borrow_mut();
-                draw(&mut a);
-                request(&mut a);
-            },
-        );
-    }
+    let scroll = by_id::<HtmlElement>("flame-scroll");
+    route(app, &scroll, "scroll", |a, _: Event| scrolled(a));
     let Some(canvas) = app
         .borrow()
         .lenses
@@ -602,89 +541,139 @@ pub fn wire(app: &Shared) {
     else {
         return;
     };
-    {
-        let app = app.clone();
-        on(&canvas, "click", move |e: MouseEvent| {
-            let mut a = app.borrow_mut();
-            match hit(&a, f64::from(e.client_x()), f64::from(e.client_y())) {
-                Some((_, node)) if node != AGGREGATE_ID => focus(&mut a, node),
-                _ => {}
-            }
-        });
+    route(app, &canvas, "click", |a, e: MouseEvent| {
+        canvas_clicked(a, &e)
+    });
+    route(app, &canvas, "mousemove", |a, e: MouseEvent| hovered(a, &e));
+    route(app, &canvas, "mouseleave", |a, _: MouseEvent| left(a));
+}
+
+/// The weight buttons: what a node's width measures.
+fn weigh(a: &mut App, weight: Weight) {
+    a.lenses.flame.weight = weight;
+    request(a);
+}
+
+/// The peak button: live bytes at the peak moment.
+fn live_at_peak(a: &mut App) {
+    a.lenses.flame.weight = Weight::Live;
+    set_moment(a, At::Peak);
+}
+
+/// The orientation button: callers above callees, or the other way round.
+fn flip_orientation(a: &mut App) {
+    let f = &mut a.lenses.flame;
+    f.orientation = match f.orientation {
+        Orientation::TopDown => Orientation::BottomUp,
+        Orientation::BottomUp => Orientation::TopDown,
+    };
+    // Paths differ between orientations: start from the root.
+    f.focus_path.clear();
+    f.focus_node = None;
+    f.clicked = true;
+    request(a);
+}
+
+/// The order button: heaviest first, or in a stable order.
+fn flip_order(a: &mut App) {
+    let f = &mut a.lenses.flame;
+    f.order = match f.order {
+        FlameOrder::LeftHeavy => FlameOrder::Stable,
+        FlameOrder::Stable => FlameOrder::LeftHeavy,
+    };
+    request(a);
+}
+
+/// A click on a breadcrumb: focus its node.
+fn crumb_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some(node) = target_data(e, "data-node") {
+        focus(a, node);
     }
-    {
-        let app = app.clone();
-        on(&canvas, "mousemove", move |e: MouseEvent| {
-            let mut a = app.borrow_mut();
-            let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-            a.lenses.flame.hover_at = (cx, cy);
-            let hovered = hit(&a, cx, cy);
-            let hover: HtmlElement = by_id("flame-hover");
-            let node = match hovered {
-                Some((_, node)) if node != AGGREGATE_ID => node,
-                Some((i, _)) => {
-                    let f = &a.lenses.flame;
-                    if let Some(g) = f.aggregates.iter().find(|g| g.instance as usize == i) {
-                        let text = format!(
-                            "{} nodes narrower than a pixel, {}",
-                            format_count(u64::from(g.nodes)),
-                            weight_text(f.unit, g.weight)
-                        );
-                        show_hover(&hover, f.hover_at, &text);
-                    }
-                    NO_ID
-                }
-                None => {
-                    dom::show(&hover, false);
-                    NO_ID
-                }
-            };
-            let changed = a
-                .lenses
-                .flame
-                .gl
-                .as_ref()
-                .is_some_and(|g| g.hovered != node);
-            if changed {
-                if let Some(gl) = a.lenses.flame.gl.as_mut() {
-                    gl.hovered = node;
-                }
-                draw(&mut a);
-                if node != NO_ID {
-                    if let Some(q) = query(&a) {
-                        let generation = a.lenses.flame.generation;
-                        ask(
-                            &mut a,
-                            LensRequest::FlameInfo {
-                                node,
-                                generation,
-                                query: q,
-                            },
-                        );
-                    }
-                }
-            }
-        });
+}
+
+/// A click on an allocation listed for the hovered node: select it and bring it
+/// into view.
+fn allocation_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some(id) = target_data(e, "data-id") {
+        select_and_reveal(a, id, true);
     }
-    {
-        let app = app.clone();
-        on(&canvas, "mouseleave", move |_: MouseEvent| {
-            let mut a = app.borrow_mut();
-            dom::show(&by_id("flame-hover"), false);
-            if let Some(gl) = a.lenses.flame.gl.as_mut() {
-                gl.hovered = NO_ID;
-            }
-            draw(&mut a);
-        });
+}
+
+/// The graph scrolled: draw it and ask for the depths now in view.
+fn scrolled(a: &mut App) {
+    draw(a);
+    request(a);
+}
+
+/// A click on the canvas: focus the node under it (not an aggregate).
+fn canvas_clicked(a: &mut App, e: &MouseEvent) {
+    match hit(a, f64::from(e.client_x()), f64::from(e.client_y())) {
+        Some((_, node)) if node != AGGREGATE_ID => focus(a, node),
+        _ => {}
     }
+}
+
+/// The pointer moved over the canvas: outline the node under it and ask for its
+/// figures, or describe the aggregate under it.
+fn hovered(a: &mut App, e: &MouseEvent) {
+    let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
+    a.lenses.flame.hover_at = (cx, cy);
+    let hover: HtmlElement = by_id("flame-hover");
+    let node = match hit(a, cx, cy) {
+        Some((_, node)) if node != AGGREGATE_ID => node,
+        Some((i, _)) => {
+            let f = &a.lenses.flame;
+            if let Some(g) = f.aggregates.iter().find(|g| g.instance as usize == i) {
+                let text = format!(
+                    "{} nodes narrower than a pixel, {}",
+                    format_count(u64::from(g.nodes)),
+                    weight_text(f.unit, g.weight)
+                );
+                show_hover(&hover, f.hover_at, &text);
+            }
+            NO_ID
+        }
+        None => {
+            dom::show(&hover, false);
+            NO_ID
+        }
+    };
+    let Some(gl) = a.lenses.flame.gl.as_mut() else {
+        return;
+    };
+    if gl.hovered == node {
+        return;
+    }
+    gl.hovered = node;
+    draw(a);
+    if node == NO_ID {
+        return;
+    }
+    if let Some(q) = query(a) {
+        let generation = a.lenses.flame.generation;
+        ask(
+            a,
+            LensRequest::FlameInfo {
+                node,
+                generation,
+                query: q,
+            },
+        );
+    }
+}
+
+/// The pointer left the canvas: hide the readout and the outline.
+fn left(a: &mut App) {
+    dom::show(&by_id("flame-hover"), false);
+    if let Some(gl) = a.lenses.flame.gl.as_mut() {
+        gl.hovered = NO_ID;
+    }
+    draw(a);
 }
 
 /// A numeric data attribute of the clicked element or an ancestor.
 fn target_data(e: &MouseEvent, name: &str) -> Option<u32> {
-    use wasm_bindgen::JsCast;
-    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let holder = t.closest(&format!("[{name}]")).ok()??;
-    holder.get_attribute(name)?.parse().ok()
+    event_data(e, &format!("[{name}]"), name)
 }
 
 /// Facts for `window.memscope.lenses()`.

@@ -13,13 +13,13 @@ use memscope_analysis::{Direction, SortKey};
 use memscope_page::keys::{list_cursor, ListKey};
 use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use super::vlist::VList;
 use super::{ask, select_and_reveal, set_moment, Tab};
 use crate::app::{App, Shared};
-use crate::dom::{append, attr, by_id, el, el_text, on};
+use crate::dom::{append, attr, by_id, el, el_text};
+use crate::input::{event_data, on_click, route};
 
 /// Row height of both grids, CSS px.
 const ROW_CSS: f64 = 22.0;
@@ -431,9 +431,7 @@ fn set_sort(app: &mut App, key: SortKey) {
 
 /// The numeric data attribute `name` of the row under an event.
 fn row_data(e: &Event, name: &str) -> Option<u64> {
-    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let row = t.closest(".grid-row").ok()??;
-    row.get_attribute(name)?.parse().ok()
+    event_data(e, ".grid-row", name)
 }
 
 /// Wires both grids.
@@ -445,74 +443,60 @@ pub fn wire(app: &Shared) {
         };
         (l.events.root.clone(), l.table.root.clone())
     };
-    {
-        let app = app.clone();
-        on(&events_root, "scroll", move |_: Event| {
-            render_events(&mut app.borrow_mut())
-        });
-    }
-    {
-        let app = app.clone();
-        on(&table_root, "scroll", move |_: Event| {
-            render_table(&mut app.borrow_mut())
-        });
-    }
-    {
-        let app = app.clone();
-        on(&events_root, "click", move |e: MouseEvent| {
-            let Some(moment) = row_data(&e, "data-moment") else {
-                return;
-            };
-            let allocation = row_data(&e, "data-allocation");
-            let mut a = app.borrow_mut();
-            set_moment(&mut a, At::Moment(moment as u32));
-            if let Some(id) = allocation {
-                a.select(id as u32);
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&table_root, "click", move |e: MouseEvent| {
-            let Some(index) = row_data(&e, "data-index") else {
-                return;
-            };
-            let Some(id) = row_data(&e, "data-id") else {
-                return;
-            };
-            let mut a = app.borrow_mut();
-            if let Some(l) = a.lenses.lists.as_mut() {
-                l.active = Some(index);
-            }
-            select_and_reveal(&mut a, id as u32, true);
-        });
-    }
+    route(app, &events_root, "scroll", |a, _: Event| render_events(a));
+    route(app, &table_root, "scroll", |a, _: Event| render_table(a));
+    route(app, &events_root, "click", |a, e: MouseEvent| {
+        event_clicked(a, &e)
+    });
+    route(app, &table_root, "click", |a, e: MouseEvent| {
+        table_clicked(a, &e)
+    });
     for (key, id) in [
         (SortKey::Size, "sort-size"),
         (SortKey::Lifetime, "sort-lifetime"),
         (SortKey::ByteTime, "sort-bytetime"),
         (SortKey::AllocTime, "sort-time"),
     ] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            set_sort(&mut app.borrow_mut(), key)
-        });
+        on_click(app, id, move |a| set_sort(a, key));
     }
-    {
-        let app = app.clone();
-        let input: HtmlInputElement = by_id("table-filter");
-        let field = input.clone();
-        on(&input, "input", move |_: Event| {
-            let mut a = app.borrow_mut();
-            if let Some(l) = a.lenses.lists.as_mut() {
-                l.filter = field.value();
-                l.table_page = None;
-                l.active = None;
-                l.table.root.set_scroll_top(0);
-            }
-            render_table(&mut a);
-        });
+    let filter: HtmlInputElement = by_id("table-filter");
+    route(app, &filter.clone(), "input", move |a, _: Event| {
+        set_filter(a, filter.value())
+    });
+}
+
+/// A click on an event row: its moment, and its allocation selected.
+fn event_clicked(a: &mut App, e: &Event) {
+    let Some(moment) = row_data(e, "data-moment") else {
+        return;
+    };
+    set_moment(a, At::Moment(moment as u32));
+    if let Some(id) = row_data(e, "data-allocation") {
+        a.select(id as u32);
     }
+}
+
+/// A click on a table row: it becomes the active row, its allocation selected and
+/// brought into view.
+fn table_clicked(a: &mut App, e: &Event) {
+    let (Some(index), Some(id)) = (row_data(e, "data-index"), row_data(e, "data-id")) else {
+        return;
+    };
+    if let Some(l) = a.lenses.lists.as_mut() {
+        l.active = Some(index);
+    }
+    select_and_reveal(a, id as u32, true);
+}
+
+/// The table's filter changed: the table from its first row.
+fn set_filter(a: &mut App, filter: String) {
+    if let Some(l) = a.lenses.lists.as_mut() {
+        l.filter = filter;
+        l.table_page = None;
+        l.active = None;
+        l.table.root.set_scroll_top(0);
+    }
+    render_table(a);
 }
 
 /// A key on the top-allocations table ([`memscope_page::keys::list_cursor`]): moves

@@ -18,12 +18,13 @@ use memscope_render::gl::NO_ID;
 use memscope_render::palette::Theme;
 use memscope_render::{RowsView, SegmentAggregate, Strips, AGGREGATE_ID};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use web_sys::{Event, HtmlElement, MouseEvent, WheelEvent};
+use web_sys::{Event, HtmlElement, MouseEvent};
 
 use super::glview::{dark, dpr, GlView};
 use super::{ask, set_moment, Tab};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el_text, style};
+use crate::input::{on_press, on_wheel, route, Drag};
 use crate::later::{self, Later, When};
 
 /// Width of the label gutter left of each canvas (CSS px), as the memory timeline's
@@ -984,6 +985,19 @@ pub struct RowsDrag {
     moved: bool,
 }
 
+impl RowsDrag {
+    /// A press on pane `which` at client (`cx`, `cy`): a pan (a click when it does not
+    /// move).
+    fn start(which: Which, cx: f64, cy: f64) -> Drag {
+        Drag::Rows(RowsDrag {
+            which,
+            last_x: cx,
+            start: (cx, cy),
+            moved: false,
+        })
+    }
+}
+
 /// Wires the three panes: scroll, drag to pan, Ctrl+wheel to zoom, click, hover.
 pub fn wire(app: &Shared) {
     for which in ALL {
@@ -996,88 +1010,56 @@ pub fn wire(app: &Shared) {
             let Some(gl) = pane.gl.as_ref() else { continue };
             (pane.scroll.clone(), gl.canvas().clone())
         };
-        {
-            let app = app.clone();
-            on(&scroll, "scroll", move |_: Event| {
-                let mut a = app.borrow_mut();
-                if let Some(p) = a.lenses.rows.as_ref() {
-                    dom::show(&p.get(which).hover, false);
-                }
-                draw(&mut a, which);
-                request(&mut a, which);
-            });
+        route(app, &scroll, "scroll", move |a, _: Event| {
+            scrolled(a, which)
+        });
+        on_press(app, &canvas, move |_, _, cx, cy| {
+            Some(RowsDrag::start(which, cx, cy))
+        });
+        route(app, &canvas, "mousemove", move |a, e: MouseEvent| {
+            hover_unless_dragging(a, which, &e)
+        });
+        route(app, &canvas, "mouseleave", move |a, _: MouseEvent| {
+            left(a, which)
+        });
+        on_wheel(app, &canvas, move |a, cx, cy| data_x(a, which, cx, cy));
+    }
+}
+
+/// The data x under a client position on a pane's canvas.
+fn data_x(a: &App, which: Which, cx: f64, cy: f64) -> Option<f64> {
+    data_at(a, a.lenses.rows.as_ref()?.get(which), cx, cy).map(|(x, _)| x)
+}
+
+/// A pane scrolled: hide its readout, draw it and ask for the rows now in view.
+fn scrolled(a: &mut App, which: Which) {
+    if let Some(p) = a.lenses.rows.as_ref() {
+        dom::show(&p.get(which).hover, false);
+    }
+    draw(a, which);
+    request(a, which);
+}
+
+/// The pointer moved over a pane's canvas: its readout, unless a drag is carrying it.
+fn hover_unless_dragging(a: &mut App, which: Which, e: &MouseEvent) {
+    if matches!(a.drag, Drag::None) {
+        hover(a, which, f64::from(e.client_x()), f64::from(e.client_y()));
+    }
+}
+
+/// The pointer left a pane's canvas: hide its readout and outline.
+fn left(a: &mut App, which: Which) {
+    let mut redraw = false;
+    if let Some(p) = a.lenses.rows.as_mut() {
+        let pane = p.get_mut(which);
+        dom::show(&pane.hover, false);
+        if let Some(gl) = pane.gl.as_mut() {
+            redraw = gl.hovered != NO_ID;
+            gl.hovered = NO_ID;
         }
-        {
-            let app = app.clone();
-            on(&canvas, "mousedown", move |e: MouseEvent| {
-                if e.button() != 0 {
-                    return;
-                }
-                e.prevent_default();
-                let (cx, cy) = (f64::from(e.client_x()), f64::from(e.client_y()));
-                app.borrow_mut().drag = crate::input::Drag::Rows(RowsDrag {
-                    which,
-                    last_x: cx,
-                    start: (cx, cy),
-                    moved: false,
-                });
-            });
-        }
-        {
-            let app = app.clone();
-            on(&canvas, "mousemove", move |e: MouseEvent| {
-                let mut a = app.borrow_mut();
-                if matches!(a.drag, crate::input::Drag::None) {
-                    hover(
-                        &mut a,
-                        which,
-                        f64::from(e.client_x()),
-                        f64::from(e.client_y()),
-                    );
-                }
-            });
-        }
-        {
-            let app = app.clone();
-            on(&canvas, "mouseleave", move |_: MouseEvent| {
-                let mut a = app.borrow_mut();
-                let mut redraw = false;
-                if let Some(p) = a.lenses.rows.as_mut() {
-                    let pane = p.get_mut(which);
-                    dom::show(&pane.hover, false);
-                    if let Some(gl) = pane.gl.as_mut() {
-                        redraw = gl.hovered != NO_ID;
-                        gl.hovered = NO_ID;
-                    }
-                }
-                if redraw {
-                    draw(&mut a, which);
-                }
-            });
-        }
-        {
-            let app = app.clone();
-            on(&canvas, "wheel", move |e: WheelEvent| {
-                let mut a = app.borrow_mut();
-                let cx = f64::from(e.client_x());
-                let x = a
-                    .lenses
-                    .rows
-                    .as_ref()
-                    .and_then(|p| data_at(&a, p.get(which), cx, f64::from(e.client_y())))
-                    .map(|(x, _)| x);
-                if let Some(msg) = crate::input::wheel_msg(&e, x) {
-                    e.prevent_default();
-                    a.dispatch(msg);
-                }
-            });
-        }
-        {
-            let app = app.clone();
-            on(&canvas, "dblclick", move |_: MouseEvent| {
-                app.borrow_mut().dispatch(Msg::Fit)
-            });
-        }
+    }
+    if redraw {
+        draw(a, which);
     }
 }
 
@@ -1095,7 +1077,7 @@ pub fn drag_move(a: &mut App, mut d: RowsDrag, cx: f64, cy: f64) {
         .map_or(1.0, |g| f64::from(g.canvas().client_width()).max(1.0));
     let dx = (cx - d.last_x) / width * a.page.window.span();
     d.last_x = cx;
-    a.drag = crate::input::Drag::Rows(d);
+    a.drag = Drag::Rows(d);
     a.dispatch(Msg::PanBy { dx: -dx, dy: 0.0 });
 }
 

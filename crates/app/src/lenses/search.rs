@@ -12,7 +12,8 @@ use web_sys::{Event, HtmlElement, HtmlInputElement};
 
 use super::{ask_search, flame, set_highlight, HighlightSource};
 use crate::app::{App, Shared};
-use crate::dom::{attr, by_id, on};
+use crate::dom::{attr, by_id};
+use crate::input::{on_click, route};
 
 /// How the worker read the search text.
 #[derive(Default)]
@@ -122,17 +123,10 @@ pub fn render(app: &App) {
 /// Wires the box and its buttons (its keys go through the page's key router).
 pub fn wire(app: &Shared) {
     let input: HtmlInputElement = by_id("search");
-    {
-        let app = app.clone();
-        let field = input.clone();
-        on(&input, "input", move |_: Event| {
-            app.borrow_mut().dispatch(Msg::SearchText(field.value()))
-        });
-    }
+    route(app, &input.clone(), "input", move |a, _: Event| {
+        a.dispatch(Msg::SearchText(input.value()))
+    });
     for (id, delta) in [("search-prev", -1), ("search-next", 1)] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            app.borrow_mut().dispatch(Msg::SearchStep(delta))
-        });
+        on_click(app, id, move |a| a.dispatch(Msg::SearchStep(delta)));
     }
 }

@@ -5,12 +5,12 @@
 use memscope_protocol::lens::At;
 use memscope_protocol::Axis;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use wasm_bindgen::JsCast;
 use web_sys::{HtmlElement, MouseEvent};
 
 use super::set_moment;
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::input::{event_data, route};
 
 fn oom_text(o: &memscope_analysis::OomEvent) -> String {
     format!(
@@ -201,28 +201,22 @@ pub fn place_ooms(app: &App) {
 /// A click on an OOM (mark or list) sets the moment to it.
 pub fn wire(app: &Shared) {
     for id in ["oom-marks", "lens-settings"] {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |e: MouseEvent| {
-            let Some(i) = e
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                .and_then(|t| t.closest("[data-oom]").ok().flatten())
-                .and_then(|t| t.get_attribute("data-oom"))
-                .and_then(|v| v.parse::<usize>().ok())
-            else {
-                return;
-            };
-            let mut a = app.borrow_mut();
-            let Some(m) = a
-                .lenses
-                .overview
-                .as_ref()
-                .and_then(|o| o.ooms.get(i))
-                .map(|m| m.oom.moment)
-            else {
-                return;
-            };
-            set_moment(&mut a, At::Moment(m));
-        });
+        route(
+            app,
+            &by_id::<HtmlElement>(id),
+            "click",
+            |a, e: MouseEvent| oom_clicked(a, &e),
+        );
     }
+}
+
+/// A click on an OOM's mark or row: the moment of that OOM.
+fn oom_clicked(a: &mut App, e: &MouseEvent) {
+    let Some(m) = event_data::<usize>(e, "[data-oom]", "data-oom")
+        .and_then(|i| a.lenses.overview.as_ref()?.ooms.get(i))
+        .map(|m| m.oom.moment)
+    else {
+        return;
+    };
+    set_moment(a, At::Moment(m));
 }

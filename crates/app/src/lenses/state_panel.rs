@@ -9,13 +9,13 @@ use memscope_render::gl::NO_ID;
 use memscope_render::palette;
 use memscope_snapshot::frames::NO_STACK_LABEL;
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
-use wasm_bindgen::JsCast;
 use web_sys::{Event, HtmlElement, MouseEvent};
 
 use super::vlist::VList;
 use super::{clear_range, set_moment, step};
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text};
+use crate::input::{event_data, on_click, route};
 
 /// The panels' elements and what is chosen in them.
 pub struct Panel {
@@ -725,12 +725,6 @@ pub fn render_range(app: &mut App) {
     append(&body, &group("Freed in the range", "freed", &s.freed));
 }
 
-fn row_id(e: &Event, selector: &str, name: &str) -> Option<u32> {
-    let t = e.target()?.dyn_into::<web_sys::Element>().ok()?;
-    let row = t.closest(selector).ok()??;
-    row.get_attribute(name)?.parse().ok()
-}
-
 /// Wires the panels' buttons and lists.
 pub fn wire(app: &Shared) {
     let (segments, blocks, point) = {
@@ -744,48 +738,36 @@ pub fn wire(app: &Shared) {
             p.point.root.clone(),
         )
     };
-    for (list, which) in [(&segments, 0), (&blocks, 1), (&point, 2)] {
-        let app = app.clone();
-        on(list, "scroll", move |_: Event| {
-            let a = app.borrow();
-            match which {
-                0 => render_segments(&a),
-                1 => render_blocks(&a),
-                _ => render_point(&a),
-            }
-        });
-    }
-    {
-        let app = app.clone();
-        on(&segments, "click", move |e: MouseEvent| {
-            let Some(i) = row_id(&e, ".seg-row", "data-index") else {
-                return;
-            };
-            let mut a = app.borrow_mut();
-            if let Some(p) = a.lenses.panel.as_mut() {
-                p.chosen = Some(i as usize);
-                p.blocks.root.set_scroll_top(0);
-            }
-            rerender_lists(&mut a);
-        });
-    }
+    route(app, &segments, "scroll", |a, _: Event| render_segments(a));
+    route(app, &blocks, "scroll", |a, _: Event| render_blocks(a));
+    route(app, &point, "scroll", |a, _: Event| render_point(a));
+    route(app, &segments, "click", |a, e: MouseEvent| {
+        segment_clicked(a, &e)
+    });
     for list in [&blocks, &point] {
-        let app = app.clone();
-        on(list, "click", move |e: MouseEvent| {
-            let Some(id) = row_id(&e, "[data-id]", "data-id") else {
-                return;
-            };
-            app.borrow_mut().select(id);
-        });
+        route(app, list, "click", |a, e: MouseEvent| block_clicked(a, &e));
     }
-    let button = |id: &str, f: fn(&mut App)| {
-        let app = app.clone();
-        on(&by_id::<HtmlElement>(id), "click", move |_: Event| {
-            f(&mut app.borrow_mut())
-        });
+    on_click(app, "moment-prev", |a| step(a, -1));
+    on_click(app, "moment-next", |a| step(a, 1));
+    on_click(app, "moment-peak", |a| set_moment(a, At::Peak));
+    on_click(app, "range-clear", clear_range);
+}
+
+/// A click on a segment row: it is the chosen segment, its blocks listed.
+fn segment_clicked(a: &mut App, e: &MouseEvent) {
+    let Some(i) = event_data::<usize>(e, ".seg-row", "data-index") else {
+        return;
     };
-    button("moment-prev", |a| step(a, -1));
-    button("moment-next", |a| step(a, 1));
-    button("moment-peak", |a| set_moment(a, At::Peak));
-    button("range-clear", clear_range);
+    if let Some(p) = a.lenses.panel.as_mut() {
+        p.chosen = Some(i);
+        p.blocks.root.set_scroll_top(0);
+    }
+    rerender_lists(a);
+}
+
+/// A click on a block row: select its allocation.
+fn block_clicked(a: &mut App, e: &MouseEvent) {
+    if let Some(id) = event_data(e, "[data-id]", "data-id") {
+        a.select(id);
+    }
 }

@@ -11,11 +11,12 @@ use memscope_protocol::lens::{LensRequest, WhatIfAnswer, WhatIfQuery, WhatIfRow}
 use memscope_protocol::Axis;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
-use web_sys::{Element, HtmlElement, HtmlInputElement, MouseEvent};
+use web_sys::{Element, Event, HtmlElement, HtmlInputElement, MouseEvent};
 
 use super::ask;
 use crate::app::{App, Shared};
-use crate::dom::{self, append, attr, by_id, clear, el, el_text, on, style};
+use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::input::{event_data, route};
 
 /// What the page keeps of the what-if table.
 #[derive(Default)]
@@ -310,41 +311,35 @@ pub fn place(app: &App) {
 /// The form asks again; a row's button shows or hides its curve.
 pub fn wire(app: &Shared) {
     let body: HtmlElement = by_id("lens-whatif");
-    {
-        let app = app.clone();
-        on(&body, "submit", move |e: web_sys::Event| {
-            e.prevent_default();
-            let capacity: HtmlInputElement = by_id("whatif-capacity");
-            let sets: HtmlInputElement = by_id("whatif-sets");
-            let query = WhatIfQuery {
-                capacity: capacity.value().trim().to_owned(),
-                sets: sets
-                    .value()
-                    .split(';')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect(),
-            };
-            let mut a = app.borrow_mut();
-            a.lenses.whatif.asked = true;
-            ask(&mut a, LensRequest::WhatIf(query));
-        });
-    }
-    let app = app.clone();
-    on(&body, "click", move |e: MouseEvent| {
-        let Some(i) = e
-            .target()
-            .and_then(|t| t.dyn_into::<Element>().ok())
-            .and_then(|t| t.closest("[data-whatif-row]").ok().flatten())
-            .and_then(|t| t.get_attribute("data-whatif-row"))
-            .and_then(|v| v.parse::<usize>().ok())
-        else {
-            return;
-        };
-        let mut a = app.borrow_mut();
-        let w = &mut a.lenses.whatif;
-        w.shown = if w.shown == Some(i) { None } else { Some(i) };
-        render(&mut a);
-        place(&a);
-    });
+    route(app, &body, "submit", |a, e: Event| asked(a, &e));
+    route(app, &body, "click", |a, e: MouseEvent| row_clicked(a, &e));
+}
+
+/// The form was sent: ask the worker with its capacity and sets.
+fn asked(a: &mut App, e: &Event) {
+    e.prevent_default();
+    let capacity: HtmlInputElement = by_id("whatif-capacity");
+    let sets: HtmlInputElement = by_id("whatif-sets");
+    let query = WhatIfQuery {
+        capacity: capacity.value().trim().to_owned(),
+        sets: sets
+            .value()
+            .split(';')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    };
+    a.lenses.whatif.asked = true;
+    ask(a, LensRequest::WhatIf(query));
+}
+
+/// A click on a row's button: show its curve, or hide it when shown.
+fn row_clicked(a: &mut App, e: &MouseEvent) {
+    let Some(i) = event_data::<usize>(e, "[data-whatif-row]", "data-whatif-row") else {
+        return;
+    };
+    let w = &mut a.lenses.whatif;
+    w.shown = if w.shown == Some(i) { None } else { Some(i) };
+    render(a);
+    place(a);
 }
