@@ -31,7 +31,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync, statSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serve, browser } from '../tests/browser/harness.mjs';
+import { serve, browser, rendererRss } from '../tests/browser/harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = '/tmp/memscope-bench';
@@ -71,23 +71,6 @@ function ensure(input) {
     execFileSync('python3', [join(here, 'scale.py'), '--preset', input.preset, '--out-dir', out], { stdio: 'inherit' });
   }
   return input.files();
-}
-
-/** Resident memory of Chromium's renderer processes, in bytes. */
-function rendererRss() {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes('chromium') || !cmd.includes('--type=renderer')) continue;
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] || 0);
-      total += kb * 1024;
-    } catch {
-      // The process went away.
-    }
-  }
-  return total;
 }
 
 function pickleLoadSeconds(files) {

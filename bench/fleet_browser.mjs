@@ -29,7 +29,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync, statSync, mkdirSync, linkSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serve, browser } from '../tests/browser/harness.mjs';
+import { serve, browser, rendererRss } from '../tests/browser/harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -100,22 +100,6 @@ function ensureReport(files, m) {
   }
   writeFileSync(path, outLines.join('\n') + '\n');
   return path;
-}
-
-/** Resident memory of Chromium's renderer processes, in bytes. */
-function rendererRss() {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.includes('chromium') || !cmd.includes('--type=renderer')) continue;
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] || 0) * 1024;
-    } catch {
-      // The process went away.
-    }
-  }
-  return total;
 }
 
 const mib = (b) => (b / 1048576).toFixed(0);

@@ -5,6 +5,7 @@
 
 import { createServer } from 'node:http';
 import { readFile, mkdtemp, mkdir, rm, stat } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, extname, normalize, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -184,4 +185,20 @@ export async function paintedPixels(page) {
 export async function locate(page, id) {
   await page.waitForFunction((i) => window.memscope.stats().settled && window.memscope.locate(i), id);
   return page.evaluate((i) => window.memscope.locate(i), id);
+}
+
+/** Resident memory of Chromium's renderer processes, in bytes (for the browser benches). */
+export function rendererRss() {
+  let total = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes('chromium') || !cmd.includes('--type=renderer')) continue;
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] || 0) * 1024;
+    } catch {
+      // The process went away.
+    }
+  }
+  return total;
 }
