@@ -101,6 +101,10 @@ pub struct App {
     painted_since_load: bool,
     /// Work for a worker that waits until it has read its files ([`App::after_loads`]).
     after_loads: Vec<(usize, Deferred)>,
+    /// The single HTML file being prepared or ready to save ([`crate::export_html`]).
+    pub html_export: Option<crate::export_html::Pending>,
+    /// Single HTML files prepared so far (the serial of the last one).
+    pub html_exports: u32,
 }
 
 /// Work put off until a worker has read its files.
@@ -145,6 +149,8 @@ impl App {
             load_started_ms: 0.0,
             painted_since_load: false,
             after_loads: Vec::new(),
+            html_export: None,
+            html_exports: 0,
         }
     }
 
@@ -798,6 +804,16 @@ impl App {
         self.update_chrome();
     }
 
+    /// What the opened files are called: ranks only when every name carries a rank
+    /// number.
+    pub fn files_noun(&self) -> &'static str {
+        if self.ranks.iter().all(|r| r.rank.is_some()) {
+            "rank"
+        } else {
+            "file"
+        }
+    }
+
     /// Header state: the cancel button, the page status.
     fn update_chrome(&mut self) {
         let loading = self
@@ -834,12 +850,7 @@ impl App {
             .iter()
             .filter(|r| matches!(r.state, RankState::Failed(_)))
             .count();
-        // Files are ranks only when every name carries a rank number.
-        let what = if self.ranks.iter().all(|r| r.rank.is_some()) {
-            "rank"
-        } else {
-            "file"
-        };
+        let what = self.files_noun();
         let text = if loading {
             format!(
                 "{ready} of {} loaded, {}",

@@ -19,6 +19,7 @@ use memscope_protocol::lens::{CsvAnswer, CsvTable};
 
 use crate::app::{App, RankState};
 use crate::dom;
+use crate::input::{on_click, route};
 
 /// The loaded (file, device) summaries.
 pub fn summaries(app: &App) -> Vec<DeviceSummary> {
@@ -90,15 +91,21 @@ fn serde_json_line<T: serde::Serialize>(value: &T) -> Option<String> {
 }
 
 /// The anomalies as JSON lines, as `memscope anomalies --json` prints them, each with
-/// the warnings of its file (as the page lists them); `None` before any rank reported.
-pub fn anomalies_json(app: &App) -> Option<(String, usize)> {
+/// the warnings of its file (as the page lists them), and how many; why not while
+/// ranks are still being examined ([`crate::fleet::combined_all`]: the file would leave
+/// them out) or before any rank was opened.
+pub fn anomalies_json(app: &App) -> Result<(String, usize), String> {
     #[derive(serde::Serialize)]
     struct Line<'a> {
         #[serde(flatten)]
         anomaly: &'a memscope_fleet::Anomaly,
         warnings: &'a [String],
     }
-    let combined = app.fleet.combined()?;
+    let combined = match crate::fleet::combined_all(app) {
+        Ok(Some(combined)) => combined,
+        Ok(None) => return Err("Could not export: no rank is loaded yet".to_owned()),
+        Err(examining) => return Err(examining.refusal(app.files_noun()).unwrap_or_default()),
+    };
     let anomalies = &combined.report.anomalies;
     let text = anomalies
         .iter()
@@ -117,7 +124,7 @@ pub fn anomalies_json(app: &App) -> Option<(String, usize)> {
             })
         })
         .collect();
-    Some((text, anomalies.len()))
+    Ok((text, anomalies.len()))
 }
 
 /// `n` things in words, singular for one ("1 anomaly", "2,081 trace entries").
@@ -293,7 +300,7 @@ fn base_name(app: &App) -> String {
 fn export(app: &crate::app::Shared) {
     let format = selected_format();
     if format == "html" {
-        crate::export_html::prepare(app);
+        crate::export_html::prepare(&mut app.borrow_mut());
         return;
     }
     let size = memscope_figures::Size::new(
@@ -328,13 +335,16 @@ fn export(app: &crate::app::Shared) {
             )
         }
         "anomalies" => match anomalies_json(&app_ref) {
-            Some((text, n)) => download_text(
+            Ok((text, n)) => download_text(
                 "memscope-anomalies.jsonl",
                 "application/json",
                 text,
                 &counted(n as u64, "anomaly", "anomalies"),
             ),
-            None => Err(JsValue::from_str("no rank is loaded yet")),
+            Err(why) => {
+                set_status(&why);
+                Ok(())
+            }
         },
         "top-csv" | "events-csv" => match csv_table {
             Some(table) if app_ref.active.is_some() => {
@@ -378,26 +388,23 @@ pub fn install(app: &crate::app::Shared) {
         );
     }
     // One HTML file (export_html.rs): its options, and saving once it is made.
-    dom::on(
+    route(
+        app,
         &dom::by_id::<web_sys::HtmlElement>("export-format"),
         "change",
-        move |_: web_sys::Event| crate::export_html::format_changed(&selected_format()),
+        |a, _: web_sys::Event| crate::export_html::format_changed(a, &selected_format()),
     );
     for id in ["export-html-ranks", "export-html-range"] {
-        dom::on(
+        route(
+            app,
             &dom::by_id::<web_sys::HtmlElement>(id),
             "change",
-            move |_: web_sys::Event| crate::export_html::reset(),
+            |a, _: web_sys::Event| crate::export_html::reset(a),
         );
     }
-    {
-        let app = app.clone();
-        dom::on(
-            &dom::by_id::<web_sys::HtmlElement>("export-html-save"),
-            "click",
-            move |_: web_sys::Event| crate::export_html::save(&base_name(&app.borrow())),
-        );
-    }
+    on_click(app, "export-html-save", |a| {
+        crate::export_html::save(a, &base_name(a))
+    });
     let app = app.clone();
     dom::on(
         &dom::by_id::<web_sys::HtmlElement>("export-go"),

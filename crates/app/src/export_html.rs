@@ -3,9 +3,10 @@
 //! `memscope-bundle` — the code `memscope html` runs — and put with the current view
 //! into the single-file page: `single.html` of this build, or, in a single HTML file,
 //! the file itself (`window.memscopeSinglePage`, its data taken out). The size is shown
-//! before saving.
+//! before saving. The export being prepared is the page's ([`App::html_export`]).
 
 use std::cell::RefCell;
+use std::rc::Weak;
 
 use memscope_bundle::{write_html, AnomalyItem, Embedded, FileWarning, RankData};
 use memscope_protocol::{PackRange, PackedRank, Request};
@@ -13,28 +14,26 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::HtmlElement;
 
-use crate::app::{App, RankState, Shared};
+use crate::app::{App, RankState};
 use crate::dom;
 use crate::share;
 
 /// An export being prepared or ready to save.
-struct Pending {
+pub struct Pending {
     /// Ranks asked for, in page order: (key, name), and their answers.
     ranks: Vec<(u32, String, Option<PackedRank>)>,
     /// The view to embed.
     view: memscope_page::url::ViewState,
     /// The shown rank, whose range (if trimmed) moves the view.
     shown: Option<u32>,
-    /// The anomalies the page found in the ranks written (listed on open), or `None`
-    /// when they were still being looked for.
-    anomalies: Option<Vec<AnomalyItem>>,
+    /// The anomalies the page found in the ranks written (listed on open), or why
+    /// there is no list (ranks were still being examined).
+    anomalies: Result<Vec<AnomalyItem>, String>,
     /// The file, once everything has arrived, and what its anomaly list holds (said
     /// again when it is saved).
     html: Option<(String, String)>,
-}
-
-thread_local! {
-    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+    /// Which export this is: one made for an earlier one is not this one's.
+    serial: u32,
 }
 
 fn status(text: &str) {
@@ -51,25 +50,24 @@ fn choice(id: &str) -> String {
 }
 
 /// Whether the dialog's format is this export (shows its options).
-pub fn format_changed(format: &str) {
+pub fn format_changed(app: &mut App, format: &str) {
     dom::show(&dom::by_id("export-html-options"), format == "html");
-    reset();
+    reset(app);
 }
 
 /// Drops a prepared file (the options changed).
-pub fn reset() {
-    PENDING.with(|p| p.borrow_mut().take());
+pub fn reset(app: &mut App) {
+    app.html_export = None;
     dom::show(&save_button(), false);
 }
 
 /// Asks the workers for the ranks.
-pub fn prepare(app: &Shared) {
-    reset();
-    let mut app = app.borrow_mut();
+pub fn prepare(app: &mut App) {
+    reset(app);
     let only_shown = choice("export-html-ranks") == "shown";
     let visible = choice("export-html-range") == "visible";
     let active = app.active;
-    let mut view = share::current(&app);
+    let mut view = share::current(app);
     let window = app.page.window;
     let range = match (visible, active, app.timeline.as_ref()) {
         (true, Some((_, device)), Some(_)) => Some(PackRange {
@@ -109,16 +107,16 @@ pub fn prepare(app: &Shared) {
         return;
     }
     view.files = ranks.iter().map(|(_, name, _)| name.clone()).collect();
-    let anomalies = found(&app, &ranks, only_shown.then_some(active).flatten());
+    let anomalies = found(app, &ranks, only_shown.then_some(active).flatten());
     status(&format!("Writing {} rank(s)…", ranks.len()));
-    PENDING.with(|p| {
-        *p.borrow_mut() = Some(Pending {
-            ranks,
-            view,
-            shown: active.map(|(k, _)| k),
-            anomalies,
-            html: None,
-        })
+    app.html_exports += 1;
+    app.html_export = Some(Pending {
+        ranks,
+        view,
+        shown: active.map(|(k, _)| k),
+        anomalies,
+        html: None,
+        serial: app.html_exports,
     });
     for (slot, request) in requests {
         app.pool.send(slot, request);
@@ -127,13 +125,18 @@ pub fn prepare(app: &Shared) {
 
 /// The anomalies the page found (the Fleet view's list, as `memscope anomalies` finds
 /// them) in the ranks written, of the shown device only when only it is written; each
-/// named as its rank is in the file. `None` while ranks are still being examined.
+/// named as its rank is in the file; while ranks are still being examined, why there
+/// is no list (the same accessor and words as the anomalies export).
 fn found(
     app: &App,
     ranks: &[(u32, String, Option<PackedRank>)],
     only: Option<(u32, i32)>,
-) -> Option<Vec<AnomalyItem>> {
-    let combined = crate::fleet::combined_all(app)?;
+) -> Result<Vec<AnomalyItem>, String> {
+    let combined = match crate::fleet::combined_all(app) {
+        Ok(Some(combined)) => combined,
+        Ok(None) => return Ok(Vec::new()),
+        Err(examining) => return Err(examining.refusal(app.files_noun()).unwrap_or_default()),
+    };
     let mut out = Vec::new();
     for a in &combined.report.anomalies {
         let Some((key, device)) = combined.key_of(&a.id) else {
@@ -156,27 +159,23 @@ fn found(
             summary: a.summary.clone(),
         });
     }
-    Some(out)
+    Ok(out)
 }
 
 /// A worker's answer; once every rank has answered, the file is made.
-pub fn on_packed(_app: &mut App, packed: PackedRank) {
-    let complete = PENDING.with(|p| {
-        let mut p = p.borrow_mut();
-        let Some(pending) = p.as_mut() else {
-            return false;
-        };
-        if let Some(slot) = pending
-            .ranks
-            .iter_mut()
-            .find(|(k, _, a)| *k == packed.rank_key && a.is_none())
-        {
-            slot.2 = Some(packed);
-        }
-        pending.ranks.iter().all(|(_, _, a)| a.is_some())
-    });
-    if complete {
-        wasm_bindgen_futures::spawn_local(finish());
+pub fn on_packed(app: &mut App, packed: PackedRank) {
+    let Some(pending) = app.html_export.as_mut() else {
+        return;
+    };
+    if let Some(slot) = pending
+        .ranks
+        .iter_mut()
+        .find(|(k, _, a)| *k == packed.rank_key && a.is_none())
+    {
+        slot.2 = Some(packed);
+    }
+    if pending.ranks.iter().all(|(_, _, a)| a.is_some()) {
+        wasm_bindgen_futures::spawn_local(finish(app.self_ref.clone()));
     }
 }
 
@@ -212,10 +211,11 @@ async fn template() -> Result<String, String> {
     Ok(text.as_string().unwrap_or_default())
 }
 
-async fn finish() {
-    let Some((embedded, errors, examined)) = PENDING.with(|p| {
-        let p = p.borrow();
-        let pending = p.as_ref()?;
+/// Makes the file from the ranks' answers, once `page`'s export has them all.
+async fn finish(page: Weak<RefCell<App>>) {
+    let made = page.upgrade().and_then(|app| {
+        let app = app.borrow();
+        let pending = app.html_export.as_ref()?;
         let mut view = pending.view.clone();
         let mut ranks = Vec::new();
         let mut errors = Vec::new();
@@ -251,6 +251,20 @@ async fn finish() {
                 count: *count,
             }));
         }
+        let listed = match &pending.anomalies {
+            // The same words as the anomalies export's refusal.
+            Err(why) => format!(
+                "; no anomaly list: {}{}",
+                why.get(..1).unwrap_or_default().to_lowercase(),
+                why.get(1..).unwrap_or_default().trim_end_matches('.')
+            ),
+            Ok(a) if a.is_empty() => String::new(),
+            Ok(a) => format!(
+                "; {} anomal{} listed on open",
+                a.len(),
+                if a.len() == 1 { "y" } else { "ies" }
+            ),
+        };
         Some((
             Embedded {
                 hash: memscope_page::url::format(&view),
@@ -259,38 +273,43 @@ async fn finish() {
                 warnings,
             },
             errors,
-            pending.anomalies.is_some(),
+            listed,
+            pending.serial,
         ))
-    }) else {
+    });
+    let Some((embedded, errors, listed, serial)) = made else {
         return;
     };
+    // The export still wanted (not reset or prepared again meanwhile).
+    let current = move || {
+        let app = page.upgrade()?;
+        let wanted = app
+            .borrow()
+            .html_export
+            .as_ref()
+            .is_some_and(|p| p.serial == serial);
+        wanted.then_some(app)
+    };
+    let failed = |why: String| {
+        if let Some(app) = current() {
+            status(&format!("Could not export: {why}"));
+            reset(&mut app.borrow_mut());
+        }
+    };
     if !errors.is_empty() {
-        status(&format!("Could not export: {}", errors.join("; ")));
-        reset();
+        failed(errors.join("; "));
         return;
     }
     let template = match template().await {
         Ok(t) => t,
         Err(e) => {
-            status(&format!("Could not export: {e}"));
-            reset();
+            failed(e);
             return;
         }
     };
     match write_html(&template, &embedded) {
         Ok(html) => {
-            let listed = match (examined, embedded.anomalies.len()) {
-                (false, _) => {
-                    "; no anomaly list (the ranks were still being examined: prepare it again \
-                     in a moment to include it)"
-                        .to_owned()
-                }
-                (true, 0) => String::new(),
-                (true, n) => format!(
-                    "; {n} anomal{} listed on open",
-                    if n == 1 { "y" } else { "ies" }
-                ),
-            };
+            let Some(app) = current() else { return };
             status(&format!(
                 "One HTML file: {} rank(s), {}{listed} — ready to save.",
                 embedded.ranks.len(),
@@ -299,22 +318,17 @@ async fn finish() {
             let button = save_button();
             dom::attr(&button, "data-bytes", &html.len().to_string());
             dom::show(&button, true);
-            PENDING.with(|p| {
-                if let Some(pending) = p.borrow_mut().as_mut() {
-                    pending.html = Some((html, listed));
-                }
-            });
+            if let Some(pending) = app.borrow_mut().html_export.as_mut() {
+                pending.html = Some((html, listed));
+            };
         }
-        Err(e) => {
-            status(&format!("Could not export: {e}"));
-            reset();
-        }
+        Err(e) => failed(e.to_string()),
     }
 }
 
-/// Saves the prepared file.
-pub fn save(base: &str) {
-    let html = PENDING.with(|p| p.borrow().as_ref().and_then(|p| p.html.clone()));
+/// Saves the prepared file as `base`.html.
+pub fn save(app: &App, base: &str) {
+    let html = app.html_export.as_ref().and_then(|p| p.html.clone());
     if let Some((html, listed)) = html {
         let name = format!("{base}.html");
         let bytes = html.len() as u64;

@@ -43,6 +43,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use memscope_fleet::{FleetReport, RankFacts, RankId, Thresholds};
+use memscope_page::examined::{examination, Examination, RankProgress};
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
@@ -92,11 +93,6 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// The reports combined, once any rank reported.
-    pub fn combined(&self) -> Option<&Combined> {
-        self.combined.as_ref()
-    }
-
     /// A fresh request number.
     fn next_id(&mut self) -> u32 {
         self.next_id += 1;
@@ -547,13 +543,36 @@ fn refresh(app: &mut App) {
     update_status(app);
 }
 
-/// The reports combined from every loaded rank, once each has reported (`None` while
-/// ranks load or their reports are on their way).
-pub fn combined_all(app: &App) -> Option<&Combined> {
-    if !all_reported(app) || signature(app) != app.fleet.signature {
-        return None;
+/// The reports combined from every opened rank: the one accessor of every export of
+/// the fleet's results. While ranks are read, examined or their reports combined, how
+/// far that is instead ([`memscope_page::examined`]), so no export leaves ranks out;
+/// `Ok(None)` when nothing was opened.
+pub fn combined_all(app: &App) -> Result<Option<&Combined>, Examination> {
+    match examination_of(app) {
+        Examination::Done => Ok(app.fleet.combined.as_ref()),
+        other => Err(other),
     }
-    app.fleet.combined.as_ref()
+}
+
+/// How far the examination of the opened ranks is.
+fn examination_of(app: &App) -> Examination {
+    let progress = app.ranks.iter().map(|r| {
+        // A rank read again (its model dropped, or its worker lost) keeps its report.
+        if app.fleet.reports.contains_key(&r.key) {
+            return RankProgress::Reported;
+        }
+        match r.state {
+            RankState::Queued | RankState::Loading { .. } => RankProgress::Reading,
+            RankState::Ready(_) => RankProgress::Examining,
+            RankState::Failed(_) => RankProgress::Failed,
+        }
+    });
+    examination(progress, signature(app) == app.fleet.signature)
+}
+
+/// Whether every opened rank has reported (or failed).
+fn all_reported(app: &App) -> bool {
+    !matches!(examination_of(app), Examination::Examining { .. })
 }
 
 /// Redraws every fleet panel from the combined reports.
@@ -568,26 +587,13 @@ fn render_all(app: &mut App) {
     grid::render(app);
 }
 
-/// Whether every loaded rank has reported and nothing is loading.
-fn all_reported(app: &App) -> bool {
-    app.ranks.iter().all(|r| match r.state {
-        RankState::Queued | RankState::Loading { .. } | RankState::Ready(_) => {
-            app.fleet.reports.contains_key(&r.key)
-        }
-        RankState::Failed(_) => true,
-    })
-}
-
 /// `#fleet[data-status]`: `empty`, `loading` (ranks or reports on their way, or not
 /// combined yet), `ready` (every panel's data made from every loaded rank; the panels
 /// are drawn whenever the view is shown).
 fn update_status(app: &App) {
     let status = if app.ranks.is_empty() && app.fleet.filed.is_none() {
         "empty"
-    } else if !all_reported(app)
-        || !app.fleet.heat.settled()
-        || signature(app) != app.fleet.signature
-    {
+    } else if combined_all(app).is_err() || !app.fleet.heat.settled() {
         "loading"
     } else {
         "ready"

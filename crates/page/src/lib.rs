@@ -11,6 +11,7 @@
 //! the fleet view's settings ([`fleet`]).
 //! Web-free, so the interaction rules are tested natively.
 
+pub mod examined;
 pub mod fleet;
 pub mod keys;
 pub mod names;
