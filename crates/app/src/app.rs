@@ -711,6 +711,7 @@ impl App {
             Ask::Moment(at) => crate::lenses::ask_moment(self, at),
             Ask::Range(range) => crate::lenses::ask_range(self, range),
             Ask::Search(text) => crate::lenses::ask_search(self, text),
+            Ask::TableRows(rows) => crate::lenses::ask_table(self, rows),
         }
     }
 
@@ -740,7 +741,14 @@ impl App {
             Part::Search | Part::SearchBox | Part::SearchMatches => {
                 crate::lenses::render_part(self, part)
             }
-            Part::TableCursor(key) => crate::lenses::table_key(self, key),
+            Part::Table => {
+                if self.page.lens_tab == memscope_page::LensTab::Table {
+                    crate::lenses::render_table(self);
+                }
+            }
+            Part::TableTop => crate::lenses::table_top(self),
+            Part::TableCursor => crate::lenses::table_cursor(self),
+            Part::TableOpen => crate::lenses::table_open(self),
             Part::FocusedDevice => {
                 if let Some((key, device)) = dom::document()
                     .active_element()

@@ -36,7 +36,7 @@ mod vlist;
 mod whatif;
 
 pub use glview::highlighted;
-pub use lists::table_key;
+pub use lists::{ask_table, render_table, table_cursor, table_open, table_top};
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
@@ -393,11 +393,11 @@ pub fn ask_csv(app: &mut App, table: CsvTable) {
 
 /// The top-allocations table as shown (sort and filter), to write as CSV.
 pub fn top_allocations_csv(app: &App) -> Option<CsvTable> {
-    let l = app.lenses.lists.as_ref()?;
+    let q = &app.page.table.query;
     Some(CsvTable::TopAllocations {
-        key: l.key,
-        direction: l.direction,
-        filter: l.filter.clone(),
+        key: q.key,
+        direction: q.direction,
+        filter: q.filter.clone(),
     })
 }
 

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod keys;
 pub mod names;
 pub mod requests;
+pub mod table;
 pub mod timeline_asks;
 pub mod url;
 pub mod window;
@@ -164,6 +165,8 @@ pub struct State {
     /// The fleet view: which view is shown, the overview's sort, the heatmap's rows
     /// ([`fleet::update`] changes it).
     pub fleet: fleet::FleetView,
+    /// The top-allocations table: its sort and filter, its keyboard row, its rows.
+    pub table: table::TableView,
 }
 
 /// Something that happened: a user's action, or a worker's answer.
@@ -298,6 +301,8 @@ pub enum Msg {
     },
     /// A key for the top-allocations table's cursor.
     TableKey(keys::ListKey),
+    /// Something done to the top-allocations table.
+    Table(table::TableMsg),
     /// Show the device whose row has the keyboard (Enter or Space on it, as a click).
     ShowFocusedDevice,
 }
@@ -329,8 +334,14 @@ pub enum Part {
     Help,
     /// A drag in progress is abandoned (its box hidden).
     Drag,
-    /// The top-allocations table's cursor moves (or its row is opened) by a key.
-    TableCursor(keys::ListKey),
+    /// The top-allocations table's rows (its question or its rows changed).
+    Table,
+    /// The top-allocations table from its first row (scrolled to the top).
+    TableTop,
+    /// The top-allocations table's keyboard row moved: into view.
+    TableCursor,
+    /// The allocation of the table's keyboard row is selected and brought into view.
+    TableOpen,
     /// The device whose row has the keyboard is shown.
     FocusedDevice,
 }
@@ -350,6 +361,8 @@ pub enum Ask {
     Range(Range),
     /// Matches for a search text (empty: forget them).
     Search(String),
+    /// Rows of the top-allocations table, for its current question ([`State::table`]).
+    TableRows(table::Rows),
 }
 
 /// What a change asks of the browser.
@@ -449,6 +462,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.range = None;
             s.search.ids.clear();
             s.search.cursor = None;
+            table::apply(&mut s.table, table::TableMsg::Reset, false, fx);
             for part in [Part::Selection, Part::Range, Part::Search, Part::Axis] {
                 fx.push(Effect::Dom(part));
             }
@@ -654,7 +668,11 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
                 apply(s, Msg::Select(None), fx);
             }
         }
-        Msg::TableKey(key) => fx.push(Effect::Dom(Part::TableCursor(key))),
+        Msg::TableKey(key) => apply(s, Msg::Table(table::TableMsg::Key(key)), fx),
+        Msg::Table(msg) => {
+            let on_screen = s.shown.is_some() && s.lens_tab == LensTab::Table;
+            table::apply(&mut s.table, msg, on_screen, fx);
+        }
         Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
     }
 }

@@ -99,7 +99,12 @@ const RULES: &[(&str, &[&str], Browser)] = &[
         Browser::NotNative,
     ),
     // The page's state, messages and effects: web-free, tested natively.
-    ("memscope-page", &["memscope-snapshot"], Browser::Never),
+    // (analysis for the top-allocations table's sort.)
+    (
+        "memscope-page",
+        &["memscope-snapshot", "memscope-analysis"],
+        Browser::Never,
+    ),
     // The layout is plain Rust; its `gl` module (built for wasm only) draws through glow
     // (WebGL2).
     ("memscope-render", &["memscope-snapshot"], Browser::Allowed),

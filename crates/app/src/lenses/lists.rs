@@ -7,10 +7,12 @@
 //!   the entry's allocation.
 //! - Table: sortable by size, lifetime, bytes × lifetime and allocation time, filtered
 //!   by frame text; ↑/↓ move the focused row, Enter or a click selects it and zooms the
-//!   timeline to it.
+//!   timeline to it. Its sort, filter, keyboard row and which rows to ask for are the
+//!   page model's (`memscope_page::table`); this draws the rows the worker sent.
 
 use memscope_analysis::{Direction, SortKey};
-use memscope_page::keys::{list_cursor, ListKey};
+use memscope_page::table::{Rows, TableMsg, TableQuery};
+use memscope_page::Msg;
 use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use web_sys::{Event, HtmlElement, HtmlInputElement, MouseEvent};
@@ -34,15 +36,8 @@ pub struct Lists {
     /// The table.
     pub table: VList,
     events_page: Option<EventsAnswer>,
+    /// The table's rows last answered for the model's question.
     table_page: Option<TableAnswer>,
-    /// Table sort key.
-    pub key: SortKey,
-    /// Table sort direction.
-    pub direction: Direction,
-    /// Table filter text.
-    pub filter: String,
-    /// The table row with the keyboard focus.
-    active: Option<u64>,
 }
 
 impl Lists {
@@ -53,10 +48,6 @@ impl Lists {
             table: VList::new(by_id("table-list"), ROW_CSS),
             events_page: None,
             table_page: None,
-            key: SortKey::Size,
-            direction: Direction::Descending,
-            filter: String::new(),
-            active: None,
         }
     }
 
@@ -70,7 +61,6 @@ impl Lists {
         self.table.root.set_scroll_top(0);
         self.events.fill(0, &[]);
         self.table.fill(0, &[]);
-        self.active = None;
     }
 }
 
@@ -103,8 +93,31 @@ pub fn on_overview(app: &mut App) {
 pub fn refresh(app: &mut App) {
     match app.page.lens_tab {
         Tab::Events => render_events(app),
-        Tab::Table => render_table(app),
+        Tab::Table => table_scrolled(app),
         _ => {}
+    }
+}
+
+/// Tells the model which rows of the table the grid shows (it asks for those it
+/// lacks, and the table is drawn).
+fn table_scrolled(app: &mut App) {
+    let Some(l) = app.lenses.lists.as_ref() else {
+        return;
+    };
+    // As many rows as fit: the model knows the table's length.
+    let rows = Rows {
+        first: l.table.visible().0,
+        count: l.table.page() + 1,
+    };
+    app.dispatch(Msg::Table(TableMsg::Scrolled(rows)));
+}
+
+/// The question a table answer is for.
+fn query_of(answer: &TableAnswer) -> TableQuery {
+    TableQuery {
+        key: answer.key,
+        direction: answer.direction,
+        filter: answer.filter.clone(),
     }
 }
 
@@ -255,19 +268,17 @@ pub fn on_events(app: &mut App, page: EventsAnswer) {
     }
 }
 
-fn render_table(app: &mut App) {
+/// Draws the table's visible rows from the rows held (the model asks for the others).
+pub fn render_table(app: &mut App) {
     let selected = app.selected_id();
     let highlight = app.lenses.highlight.clone();
+    let view = &app.page.table;
     let Some(l) = app.lenses.lists.as_ref() else {
         return;
     };
-    let page = l
-        .table_page
-        .as_ref()
-        .filter(|p| p.key == l.key && p.direction == l.direction && p.filter == l.filter);
+    let page = l.table_page.as_ref().filter(|p| view.wants(&query_of(p)));
     let (first, count) = l.table.visible();
     let mut rows = Vec::new();
-    let mut missing = page.is_none();
     if let Some(p) = page {
         for i in first..first + count {
             let row = el("div", "grid-row table-row");
@@ -331,12 +342,11 @@ fn render_table(app: &mut App) {
                     if highlight.as_ref().is_some_and(|h| h.contains(&r.id)) {
                         let _ = row.class_list().add_1("match");
                     }
-                    if l.active == Some(i) {
+                    if view.cursor == Some(i) {
                         let _ = row.class_list().add_1("active");
                     }
                 }
                 None => {
-                    missing = true;
                     cell(&row, "hint", "…");
                 }
             }
@@ -345,7 +355,7 @@ fn render_table(app: &mut App) {
     }
     l.table.fill(first, &rows);
     let grid: HtmlElement = by_id("table-grid");
-    match l.active {
+    match view.cursor {
         Some(i) => attr(&grid, "aria-activedescendant", &format!("table-row-{i}")),
         None => {
             let _ = grid.remove_attribute("aria-activedescendant");
@@ -358,9 +368,9 @@ fn render_table(app: &mut App) {
         (SortKey::AllocTime, "sort-time"),
     ] {
         let header: HtmlElement = by_id(id);
-        let sort = if key != l.key {
+        let sort = if key != view.query.key {
             "none"
-        } else if l.direction == Direction::Descending {
+        } else if view.query.direction == Direction::Descending {
             "descending"
         } else {
             "ascending"
@@ -369,25 +379,36 @@ fn render_table(app: &mut App) {
             attr(&parent, "aria-sort", sort);
         }
     }
-    if missing {
-        let (key, direction, filter) = (l.key, l.direction, l.filter.clone());
-        ask(
-            app,
-            LensRequest::Table {
-                key,
-                direction,
-                filter,
-                first: first.saturating_sub(MARGIN),
-                count: (count + 2 * MARGIN) as u32,
-            },
-        );
-    }
 }
 
-/// A page of the table arrived.
+/// Asks the worker for rows `rows` of the table as the model's question has it.
+pub fn ask_table(app: &mut App, rows: Rows) {
+    let q = app.page.table.query.clone();
+    ask(
+        app,
+        LensRequest::Table {
+            key: q.key,
+            direction: q.direction,
+            filter: q.filter,
+            first: rows.first,
+            count: u32::try_from(rows.count).unwrap_or(u32::MAX),
+        },
+    );
+}
+
+/// A page of the table arrived: kept if it answers the model's question.
 pub fn on_table(app: &mut App, page: TableAnswer) {
+    let query = query_of(&page);
+    let answer = TableMsg::Answer {
+        query: query.clone(),
+        rows: Rows {
+            first: page.page.first,
+            count: page.page.rows.len() as u64,
+        },
+        total: page.page.total_rows,
+    };
     if let Some(l) = app.lenses.lists.as_mut() {
-        if page.key == l.key && page.direction == l.direction && page.filter == l.filter {
+        if app.page.table.wants(&query) {
             l.table.set_total(page.page.total_rows);
             let grid: HtmlElement = by_id("table-grid");
             attr(
@@ -403,27 +424,13 @@ pub fn on_table(app: &mut App, page: TableAnswer) {
             l.table_page = Some(page);
         }
     }
-    if app.page.lens_tab == Tab::Table {
-        render_table(app);
-    }
+    app.dispatch(Msg::Table(answer));
 }
 
-fn set_sort(app: &mut App, key: SortKey) {
+/// The table from its first row (a new question, or another device).
+pub fn table_top(app: &mut App) {
     if let Some(l) = app.lenses.lists.as_mut() {
-        if l.key == key {
-            l.direction = match l.direction {
-                Direction::Ascending => Direction::Descending,
-                Direction::Descending => Direction::Ascending,
-            };
-        } else {
-            l.key = key;
-            l.direction = match key {
-                SortKey::AllocTime => Direction::Ascending,
-                _ => Direction::Descending,
-            };
-        }
         l.table_page = None;
-        l.active = None;
         l.table.root.set_scroll_top(0);
     }
     render_table(app);
@@ -444,7 +451,7 @@ pub fn wire(app: &Shared) {
         (l.events.root.clone(), l.table.root.clone())
     };
     route(app, &events_root, "scroll", |a, _: Event| render_events(a));
-    route(app, &table_root, "scroll", |a, _: Event| render_table(a));
+    route(app, &table_root, "scroll", |a, _: Event| table_scrolled(a));
     route(app, &events_root, "click", |a, e: MouseEvent| {
         event_clicked(a, &e)
     });
@@ -457,11 +464,13 @@ pub fn wire(app: &Shared) {
         (SortKey::ByteTime, "sort-bytetime"),
         (SortKey::AllocTime, "sort-time"),
     ] {
-        on_click(app, id, move |a| set_sort(a, key));
+        on_click(app, id, move |a| {
+            a.dispatch(Msg::Table(TableMsg::Sort(key)))
+        });
     }
     let filter: HtmlInputElement = by_id("table-filter");
     route(app, &filter.clone(), "input", move |a, _: Event| {
-        set_filter(a, filter.value())
+        a.dispatch(Msg::Table(TableMsg::Filter(filter.value())))
     });
 }
 
@@ -482,52 +491,30 @@ fn table_clicked(a: &mut App, e: &Event) {
     let (Some(index), Some(id)) = (row_data(e, "data-index"), row_data(e, "data-id")) else {
         return;
     };
-    if let Some(l) = a.lenses.lists.as_mut() {
-        l.active = Some(index);
-    }
+    a.dispatch(Msg::Table(TableMsg::Clicked(index)));
     select_and_reveal(a, id as u32, true);
 }
 
-/// The table's filter changed: the table from its first row.
-fn set_filter(a: &mut App, filter: String) {
-    if let Some(l) = a.lenses.lists.as_mut() {
-        l.filter = filter;
-        l.table_page = None;
-        l.active = None;
-        l.table.root.set_scroll_top(0);
+/// The table's keyboard row moved ([`memscope_page::keys::list_cursor`]): into view.
+pub fn table_cursor(a: &mut App) {
+    if let (Some(l), Some(row)) = (a.lenses.lists.as_ref(), a.page.table.cursor) {
+        l.table.reveal(row);
     }
-    render_table(a);
+    table_scrolled(a);
 }
 
-/// A key on the top-allocations table ([`memscope_page::keys::list_cursor`]): moves
-/// its active row into view, or selects the active row's allocation and brings it into
-/// view.
-pub fn table_key(a: &mut App, key: ListKey) {
-    let Some(l) = a.lenses.lists.as_mut() else {
+/// Enter or Space on the table: the keyboard row's allocation (the first visible row's
+/// without one) is selected and brought into view.
+pub fn table_open(a: &mut App) {
+    let Some(l) = a.lenses.lists.as_ref() else {
         return;
     };
-    let first_visible = l.table.visible().0;
-    if key == ListKey::Open {
-        let current = l.active.unwrap_or(first_visible);
-        let id = l.table_page.as_ref().and_then(|p| {
-            let k = current.checked_sub(p.page.first)?;
-            p.page.rows.get(usize::try_from(k).ok()?).map(|r| r.id)
-        });
-        if let Some(id) = id {
-            select_and_reveal(a, id, true);
-        }
-        return;
+    let current = a.page.table.cursor.unwrap_or(l.table.visible().0);
+    let id = l.table_page.as_ref().and_then(|p| {
+        let k = current.checked_sub(p.page.first)?;
+        p.page.rows.get(usize::try_from(k).ok()?).map(|r| r.id)
+    });
+    if let Some(id) = id {
+        select_and_reveal(a, id, true);
     }
-    let Some(next) = list_cursor(
-        key,
-        l.active,
-        first_visible,
-        l.table.page(),
-        l.table.total(),
-    ) else {
-        return;
-    };
-    l.active = Some(next);
-    l.table.reveal(next);
-    render_table(a);
 }
