@@ -712,6 +712,8 @@ impl App {
             Ask::Range(range) => crate::lenses::ask_range(self, range),
             Ask::Search(text) => crate::lenses::ask_search(self, text),
             Ask::TableRows(rows) => crate::lenses::ask_table(self, rows),
+            Ask::EventRows(rows) => crate::lenses::ask_events(self, rows),
+            Ask::FlameLayout => crate::lenses::flame::request(self),
         }
     }
 
@@ -740,6 +742,13 @@ impl App {
             Part::Moment | Part::Range | Part::LensTab => crate::lenses::render_part(self, part),
             Part::Search | Part::SearchBox | Part::SearchMatches => {
                 crate::lenses::render_part(self, part)
+            }
+            Part::Flame => crate::lenses::flame::render_chrome(self),
+            Part::FlameRoot => crate::lenses::flame::to_root(self),
+            Part::Events => {
+                if self.page.lens_tab == memscope_page::LensTab::Events {
+                    crate::lenses::render_events(self);
+                }
             }
             Part::Table => {
                 if self.page.lens_tab == memscope_page::LensTab::Table {

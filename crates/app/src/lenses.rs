@@ -25,7 +25,7 @@
 //! never queues stale work. Request → drawn times of the state and flame graph are
 //! kept ([`Lenses::timings`]) and marked with `performance.measure`.
 
-mod flame;
+pub mod flame;
 pub(crate) mod glview;
 mod lists;
 pub mod rows;
@@ -36,7 +36,9 @@ mod vlist;
 mod whatif;
 
 pub use glview::highlighted;
-pub use lists::{ask_table, render_table, table_cursor, table_open, table_top};
+pub use lists::{
+    ask_events, ask_table, render_events, render_table, table_cursor, table_open, table_top,
+};
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
@@ -362,7 +364,7 @@ pub fn set_moment(app: &mut App, at: At) {
 /// follows when it shows the bytes live then.
 pub fn ask_moment(app: &mut App, at: At) {
     ask(app, LensRequest::Moment(at));
-    if app.page.lens_tab == Tab::Flame && app.lenses.flame.follows_moment() {
+    if app.page.lens_tab == Tab::Flame && app.page.flame.follows_moment() {
         flame::request(app);
     } else {
         app.lenses.flame.stale = true;
@@ -502,7 +504,11 @@ fn reveal_range_panel() {
 pub fn on_view_changed(app: &mut App) {
     place_markers(app);
     rows::on_view_changed(app);
-    if app.lenses.flame.axis_changed(Some(app.page.window.axis)) {
+    if app
+        .lenses
+        .flame
+        .axis_changed(app.page.flame.weighting, Some(app.page.window.axis))
+    {
         later::schedule(app, Later::LensFlame, When::Settled, flame::request);
     }
 }

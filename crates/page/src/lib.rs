@@ -12,9 +12,11 @@
 //! Web-free, so the interaction rules are tested natively.
 
 pub mod examined;
+pub mod flame;
 pub mod fleet;
 pub mod keys;
 pub mod names;
+pub mod paging;
 pub mod requests;
 pub mod table;
 pub mod timeline_asks;
@@ -167,6 +169,10 @@ pub struct State {
     pub fleet: fleet::FleetView,
     /// The top-allocations table: its sort and filter, its keyboard row, its rows.
     pub table: table::TableView,
+    /// The event list's rows: on the screen, held, asked for.
+    pub events: paging::Paging,
+    /// The flame graph's settings.
+    pub flame: flame::FlameView,
 }
 
 /// Something that happened: a user's action, or a worker's answer.
@@ -303,6 +309,17 @@ pub enum Msg {
     TableKey(keys::ListKey),
     /// Something done to the top-allocations table.
     Table(table::TableMsg),
+    /// A flame graph setting changed.
+    Flame(flame::FlameMsg),
+    /// The event list shows these rows (it scrolled or was laid out): as many as fit.
+    EventsScrolled(paging::Rows),
+    /// The worker's rows of the event list: `rows` of `total` entries.
+    EventsAnswer {
+        /// Which rows.
+        rows: paging::Rows,
+        /// The entries of the list.
+        total: u64,
+    },
     /// Show the device whose row has the keyboard (Enter or Space on it, as a click).
     ShowFocusedDevice,
 }
@@ -334,6 +351,12 @@ pub enum Part {
     Help,
     /// A drag in progress is abandoned (its box hidden).
     Drag,
+    /// The event list's rows.
+    Events,
+    /// The flame graph's toolbar (its settings).
+    Flame,
+    /// The flame graph's focus goes back to its root.
+    FlameRoot,
     /// The top-allocations table's rows (its question or its rows changed).
     Table,
     /// The top-allocations table from its first row (scrolled to the top).
@@ -362,7 +385,11 @@ pub enum Ask {
     /// Matches for a search text (empty: forget them).
     Search(String),
     /// Rows of the top-allocations table, for its current question ([`State::table`]).
-    TableRows(table::Rows),
+    TableRows(paging::Rows),
+    /// Rows of the event list.
+    EventRows(paging::Rows),
+    /// The flame graph laid out as its settings say.
+    FlameLayout,
 }
 
 /// What a change asks of the browser.
@@ -463,6 +490,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.search.ids.clear();
             s.search.cursor = None;
             table::apply(&mut s.table, table::TableMsg::Reset, false, fx);
+            s.events.restart();
             for part in [Part::Selection, Part::Range, Part::Search, Part::Axis] {
                 fx.push(Effect::Dom(part));
             }
@@ -673,7 +701,51 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             let on_screen = s.shown.is_some() && s.lens_tab == LensTab::Table;
             table::apply(&mut s.table, msg, on_screen, fx);
         }
+        Msg::Flame(msg) => flame_setting(s, msg, fx),
+        Msg::EventsScrolled(rows) => {
+            s.events.visible = rows;
+            fx.push(Effect::Dom(Part::Events));
+            ask_events(s, fx);
+        }
+        Msg::EventsAnswer { rows, total } => {
+            s.events.answered(rows, total);
+            fx.push(Effect::Dom(Part::Events));
+            // The list may have scrolled past them meanwhile.
+            ask_events(s, fx);
+        }
         Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
+    }
+}
+
+fn flame_setting(s: &mut State, msg: flame::FlameMsg, fx: &mut Effects) {
+    use flame::{FlameMsg, Weighting};
+    let before = s.flame;
+    match msg {
+        FlameMsg::Weigh(weighting) => s.flame.weighting = weighting,
+        FlameMsg::LiveAtPeak => {
+            s.flame.weighting = Weighting::Live;
+            apply(s, Msg::SetMoment(At::Peak), fx);
+        }
+        FlameMsg::FlipOrientation => {
+            s.flame.bottom_up = !s.flame.bottom_up;
+            // Paths differ between orientations: start from the root.
+            fx.push(Effect::Dom(Part::FlameRoot));
+        }
+        FlameMsg::FlipOrder => s.flame.stable_order = !s.flame.stable_order,
+    }
+    if s.flame != before {
+        fx.push(Effect::Dom(Part::Flame));
+        if s.shown.is_some() {
+            fx.push(Effect::Ask(Ask::FlameLayout));
+        }
+    }
+}
+
+/// Asks for the event list's rows the page lacks, when the list is on the screen.
+fn ask_events(s: &mut State, fx: &mut Effects) {
+    let on_screen = s.shown.is_some() && s.lens_tab == LensTab::Events;
+    if let Some(rows) = s.events.missing(on_screen) {
+        fx.push(Effect::Ask(Ask::EventRows(rows)));
     }
 }
 

@@ -6,16 +6,14 @@
 //!
 //! Rules: a new sort or filter starts the table from its first row, forgets the rows
 //! held and the keyboard's row, and asks once; scrolling asks only for rows neither
-//! held nor already asked for; an answer to another sort or filter is stale.
+//! held nor already asked for ([`crate::paging`]); an answer to another sort or filter
+//! is stale.
 
 use memscope_analysis::{Direction, SortKey};
 
 use crate::keys::{list_cursor, ListKey};
+use crate::paging::{Paging, Rows};
 use crate::{Ask, Effect, Effects, Part};
-
-/// Rows asked for beyond the visible ones on each side, so a short scroll needs no
-/// question.
-pub const MARGIN_ROWS: u64 = 120;
 
 /// What the table lists: its order and filter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,23 +36,6 @@ impl Default for TableQuery {
     }
 }
 
-/// Rows `first..first + count` of the table.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rows {
-    /// The first row.
-    pub first: u64,
-    /// How many.
-    pub count: u64,
-}
-
-impl Rows {
-    /// Whether every row of `other` is among these.
-    pub fn covers(&self, other: Rows) -> bool {
-        other.first >= self.first
-            && other.first.saturating_add(other.count) <= self.first.saturating_add(self.count)
-    }
-}
-
 /// The table's view.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableView {
@@ -62,14 +43,8 @@ pub struct TableView {
     pub query: TableQuery,
     /// The row with the keyboard (its index in the sorted, filtered table).
     pub cursor: Option<u64>,
-    /// The rows on the screen.
-    pub visible: Rows,
-    /// The rows of the current question the page holds, once answered.
-    pub held: Option<Rows>,
-    /// How many rows the current question has, once answered.
-    pub total: Option<u64>,
-    /// The rows last asked for the current question and not yet answered.
-    pub asked: Option<Rows>,
+    /// Which rows of the current question are on the screen, held and asked for.
+    pub paging: Paging,
 }
 
 /// What the user or the worker did to the table.
@@ -106,55 +81,17 @@ impl TableView {
         *query == self.query
     }
 
-    /// The rows to ask for so that the visible ones are held: the visible rows with a
-    /// margin on each side.
-    fn rows_to_ask(&self) -> Rows {
-        let first = self.visible.first.saturating_sub(MARGIN_ROWS);
-        let end = self
-            .visible
-            .first
-            .saturating_add(self.visible.count)
-            .saturating_add(MARGIN_ROWS);
-        Rows {
-            first,
-            count: end - first,
-        }
-    }
-
-    /// The visible rows that exist (all of them until the table's length is known).
-    fn needed(&self) -> Rows {
-        let Rows { first, count } = self.visible;
-        let end = first.saturating_add(count);
-        let end = self.total.map_or(end, |total| end.min(total));
-        Rows {
-            first,
-            count: end.saturating_sub(first),
-        }
-    }
-
-    /// Asks for the visible rows unless they are held or asked for already, or the
-    /// table is not on the screen.
+    /// Asks for the visible rows the page lacks.
     fn ask_missing(&mut self, on_screen: bool, fx: &mut Effects) {
-        let needed = self.needed();
-        if !on_screen || needed.count == 0 {
-            return;
+        if let Some(rows) = self.paging.missing(on_screen) {
+            fx.push(Effect::Ask(Ask::TableRows(rows)));
         }
-        let covered = |r: Option<Rows>| r.is_some_and(|r| r.covers(needed));
-        if covered(self.held) || covered(self.asked) {
-            return;
-        }
-        let rows = self.rows_to_ask();
-        self.asked = Some(rows);
-        fx.push(Effect::Ask(Ask::TableRows(rows)));
     }
 
     /// A new question: the table from its first row.
     fn requery(&mut self, on_screen: bool, fx: &mut Effects) {
-        self.held = None;
-        self.total = None;
-        self.asked = None;
+        self.paging.restart();
         self.cursor = None;
-        self.visible.first = 0;
         fx.push(Effect::Dom(Part::TableTop));
         self.ask_missing(on_screen, fx);
     }
@@ -188,7 +125,7 @@ pub(crate) fn apply(t: &mut TableView, msg: TableMsg, on_screen: bool, fx: &mut 
             t.requery(on_screen, fx);
         }
         TableMsg::Scrolled(rows) => {
-            t.visible = rows;
+            t.paging.visible = rows;
             fx.push(Effect::Dom(Part::Table));
             t.ask_missing(on_screen, fx);
         }
@@ -198,9 +135,9 @@ pub(crate) fn apply(t: &mut TableView, msg: TableMsg, on_screen: bool, fx: &mut 
         }
         TableMsg::Key(ListKey::Open) => fx.push(Effect::Dom(Part::TableOpen)),
         TableMsg::Key(key) => {
-            let Some(total) = t.total else { return };
-            let Some(next) = list_cursor(key, t.cursor, t.visible.first, t.visible.count, total)
-            else {
+            let Some(total) = t.paging.total else { return };
+            let visible = t.paging.visible;
+            let Some(next) = list_cursor(key, t.cursor, visible.first, visible.count, total) else {
                 return;
             };
             t.cursor = Some(next);
@@ -210,21 +147,21 @@ pub(crate) fn apply(t: &mut TableView, msg: TableMsg, on_screen: bool, fx: &mut 
             if !t.wants(&query) {
                 return;
             }
-            // The rows asked for, or fewer at the table's end.
-            if t.asked.is_some_and(|a| a.first == rows.first) {
-                t.asked = None;
-            }
-            t.held = Some(rows);
-            t.total = Some(total);
+            t.paging.answered(rows, total);
             fx.push(Effect::Dom(Part::Table));
             // The grid may have scrolled past them meanwhile.
             t.ask_missing(on_screen, fx);
         }
         TableMsg::Reset => {
-            let query = std::mem::take(&mut t.query);
+            // The grid keeps its size.
+            let (query, visible) = (std::mem::take(&mut t.query), t.paging.visible);
             *t = TableView {
                 query,
                 ..TableView::default()
+            };
+            t.paging.visible = Rows {
+                first: 0,
+                count: visible.count,
             };
             fx.push(Effect::Dom(Part::TableTop));
         }
@@ -234,6 +171,7 @@ pub(crate) fn apply(t: &mut TableView, msg: TableMsg, on_screen: bool, fx: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paging::MARGIN_ROWS;
     use proptest::prelude::*;
 
     fn asks(fx: &Effects) -> Vec<Rows> {
@@ -291,7 +229,7 @@ mod tests {
                 count: 20,
             }),
         );
-        let rows = t.asked.expect("asked");
+        let rows = t.paging.asked.expect("asked");
         let query = t.query.clone();
         run(
             &mut t,
@@ -318,7 +256,10 @@ mod tests {
         let fx = run(&mut t, TableMsg::Sort(SortKey::Lifetime));
         assert_eq!(t.query.key, SortKey::Lifetime);
         assert_eq!(t.query.direction, Direction::Descending);
-        assert_eq!((t.held, t.total, t.cursor), (None, None, None));
+        assert_eq!(
+            (t.paging.held, t.paging.total, t.cursor),
+            (None, None, None)
+        );
         assert!(fx.contains(&Effect::Dom(Part::TableTop)));
         assert_eq!(
             asks(&fx),
@@ -362,9 +303,9 @@ mod tests {
             },
         );
         assert_eq!(fx, Effects::default());
-        assert_eq!((t.held, t.total), (None, None));
+        assert_eq!((t.paging.held, t.paging.total), (None, None));
         // The current question's answer is taken.
-        let rows = t.asked.expect("asked for the filtered table");
+        let rows = t.paging.asked.expect("asked for the filtered table");
         let query = t.query.clone();
         let fx = run(
             &mut t,
@@ -375,7 +316,7 @@ mod tests {
             },
         );
         assert!(fx.contains(&Effect::Dom(Part::Table)));
-        assert_eq!((t.held, t.total), (Some(rows), Some(12)));
+        assert_eq!((t.paging.held, t.paging.total), (Some(rows), Some(12)));
         // The same filter typed again changes nothing.
         assert_eq!(
             run(&mut t, TableMsg::Filter("conv".into())),
@@ -393,7 +334,7 @@ mod tests {
                 count: 20,
             }),
         );
-        let asked = t.asked.expect("asked");
+        let asked = t.paging.asked.expect("asked");
         let query = t.query.clone();
         // Twelve rows match: fewer than the grid has room for.
         let fx = run(
@@ -408,7 +349,7 @@ mod tests {
             },
         );
         assert_eq!(asks(&fx), vec![]);
-        assert_eq!(t.asked, None);
+        assert_eq!(t.paging.asked, None);
         assert_eq!(
             asks(&run(
                 &mut t,
@@ -477,7 +418,10 @@ mod tests {
         let query = t.query.clone();
         run(&mut t, TableMsg::Reset);
         assert_eq!(t.query, query);
-        assert_eq!((t.cursor, t.held, t.asked), (None, None, None));
+        assert_eq!(
+            (t.cursor, t.paging.held, t.paging.asked),
+            (None, None, None)
+        );
         // Before an answer there is no row to move to.
         assert_eq!(
             run(&mut t, TableMsg::Key(ListKey::Down)),
@@ -495,8 +439,8 @@ mod tests {
             let mut t = TableView::default();
             let mut last_ask = None;
             for (first, count, answer) in steps {
-                let fx = if answer && t.asked.is_some() {
-                    let rows = t.asked.expect("asked");
+                let fx = if answer && t.paging.asked.is_some() {
+                    let rows = t.paging.asked.expect("asked");
                     let query = t.query.clone();
                     run(&mut t, TableMsg::Answer { query, rows, total: 10_000 })
                 } else {
@@ -506,9 +450,9 @@ mod tests {
                     prop_assert_ne!(Some(a), last_ask);
                     last_ask = Some(a);
                 }
-                let needed = t.needed();
+                let needed = t.paging.needed();
                 let covered = |r: Option<Rows>| r.is_some_and(|r| r.covers(needed));
-                prop_assert!(needed.count == 0 || covered(t.held) || covered(t.asked));
+                prop_assert!(needed.count == 0 || covered(t.paging.held) || covered(t.paging.asked));
             }
         }
     }

@@ -417,3 +417,112 @@ proptest! {
         }
     }
 }
+
+fn asked_rows(fx: &Effects) -> Vec<Ask> {
+    fx.0.iter()
+        .filter_map(|e| match e {
+            Effect::Ask(a @ (Ask::TableRows(_) | Ask::EventRows(_))) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_table_asks_the_shown_device_once_per_sort_and_only_while_on_the_screen() {
+    use memscope_analysis::SortKey;
+    use paging::Rows;
+    use table::TableMsg;
+    let visible = Rows {
+        first: 0,
+        count: 20,
+    };
+    // No device: nothing asked, but the sort is kept for when one is shown.
+    let mut s = State::default();
+    update(&mut s, Msg::ShowTab(LensTab::Table));
+    let fx = update(&mut s, Msg::Table(TableMsg::Scrolled(visible)));
+    assert_eq!(asked_rows(&fx), vec![]);
+    update(&mut s, Msg::Table(TableMsg::Sort(SortKey::Lifetime)));
+    // Another tab on the screen: nothing asked either.
+    let mut s = shown();
+    let fx = update(&mut s, Msg::Table(TableMsg::Sort(SortKey::ByteTime)));
+    assert_eq!(asked_rows(&fx), vec![]);
+    // The table on the screen: one question, for the rows it shows and a margin.
+    update(&mut s, Msg::ShowTab(LensTab::Table));
+    let fx = update(&mut s, Msg::Table(TableMsg::Scrolled(visible)));
+    let expected = Ask::TableRows(Rows {
+        first: 0,
+        count: 20 + paging::MARGIN_ROWS,
+    });
+    assert_eq!(asked_rows(&fx), vec![expected.clone()]);
+    let fx = update(&mut s, Msg::Table(TableMsg::Sort(SortKey::Size)));
+    assert_eq!(asked_rows(&fx), vec![expected]);
+    assert!(fx.contains(&Effect::Dom(Part::TableTop)));
+    // Another device: the same order, from the top, nothing held or asked.
+    let query = s.table.query.clone();
+    update(
+        &mut s,
+        Msg::Show {
+            owner: (4, 0),
+            extents: extents(),
+            has_time: true,
+        },
+    );
+    assert_eq!(s.table.query, query);
+    assert_eq!((s.table.paging.held, s.table.paging.asked), (None, None));
+    assert_eq!(s.table.paging.visible.first, 0);
+}
+
+#[test]
+fn the_event_list_asks_for_rows_it_lacks_and_starts_again_for_another_device() {
+    use paging::Rows;
+    let mut s = shown();
+    let rows = Rows {
+        first: 500,
+        count: 30,
+    };
+    // Not on the screen: nothing asked.
+    assert_eq!(
+        asked_rows(&update(&mut s, Msg::EventsScrolled(rows))),
+        vec![]
+    );
+    update(&mut s, Msg::ShowTab(LensTab::Events));
+    let fx = update(&mut s, Msg::EventsScrolled(rows));
+    let asked = Rows {
+        first: 380,
+        count: 270,
+    };
+    assert_eq!(asked_rows(&fx), vec![Ask::EventRows(asked)]);
+    // Scroll events before the answer ask nothing more.
+    let fx = update(&mut s, Msg::EventsScrolled(Rows { first: 510, ..rows }));
+    assert_eq!(asked_rows(&fx), vec![]);
+    let fx = update(
+        &mut s,
+        Msg::EventsAnswer {
+            rows: asked,
+            total: 1000,
+        },
+    );
+    assert!(fx.contains(&Effect::Dom(Part::Events)));
+    assert_eq!(asked_rows(&fx), vec![]);
+    // Past the end of the list only the rows that exist are needed.
+    let fx = update(
+        &mut s,
+        Msg::EventsScrolled(Rows {
+            first: 990,
+            count: 30,
+        }),
+    );
+    assert_eq!(asked_rows(&fx).len(), 1);
+    update(
+        &mut s,
+        Msg::Show {
+            owner: (9, 1),
+            extents: extents(),
+            has_time: true,
+        },
+    );
+    assert_eq!(
+        (s.events.held, s.events.asked, s.events.total),
+        (None, None, None)
+    );
+}

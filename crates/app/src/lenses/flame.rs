@@ -6,8 +6,10 @@
 //! the breadcrumb goes back.
 
 use memscope_figures::{Size, Style};
+use memscope_page::flame::{FlameMsg, Weighting};
+use memscope_page::Msg;
 use memscope_protocol::lens::{
-    At, Crumb, FlameAggregateInfo, FlameAnswer, FlameNodeInfo, FlameQuery, FlameUnit, FlameWeight,
+    Crumb, FlameAggregateInfo, FlameAnswer, FlameNodeInfo, FlameQuery, FlameUnit, FlameWeight,
     LensRequest, NodeAllocations,
 };
 use memscope_protocol::Axis;
@@ -17,7 +19,7 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use web_sys::{Event, HtmlElement, MouseEvent};
 
 use super::glview::{dpr, GlView};
-use super::{ask, select_and_reveal, set_highlight, set_moment, HighlightSource, Tab};
+use super::{ask, select_and_reveal, set_highlight, HighlightSource, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::input::{event_data, on_click, route};
@@ -28,25 +30,10 @@ const ROW_CSS: f64 = 18.0;
 /// How many of a node's allocations are listed.
 const LIST_LIMIT: u32 = 300;
 
-/// What the weights measure.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Weight {
-    /// Bytes live at the moment.
-    #[default]
-    Live,
-    /// Bytes × lifetime.
-    ByteTime,
-}
-
-/// The flame graph's state.
+/// The flame graph's widget: what the worker laid out, and the node in focus (its
+/// settings are the page model's, `memscope_page::flame`).
 #[derive(Default)]
 pub struct FlameState {
-    /// The weighting.
-    pub weight: Weight,
-    /// Top-down or bottom-up.
-    pub orientation: Orientation,
-    /// Sibling order.
-    pub order: FlameOrder,
     focus_path: Vec<u32>,
     focus_node: Option<(u32, u32)>,
     /// A newer layout is needed (the moment changed while hidden).
@@ -80,11 +67,7 @@ impl FlameState {
     /// Forgets the last device.
     pub fn reset(&mut self) {
         let gl = self.gl.take();
-        let (weight, orientation, order) = (self.weight, self.orientation, self.order);
         *self = FlameState {
-            weight,
-            orientation,
-            order,
             gl,
             ..FlameState::default()
         };
@@ -95,20 +78,15 @@ impl FlameState {
         }
     }
 
-    /// Whether the weights follow the moment.
-    pub fn follows_moment(&self) -> bool {
-        self.weight == Weight::Live
-    }
-
     /// Whether a layout was shown.
     pub fn has_answer(&self) -> bool {
         self.answered
     }
 
     /// The timeline's axis is now `axis` (and the window may have been resized):
-    /// whether the graph must be laid out again.
-    pub fn axis_changed(&mut self, axis: Option<Axis>) -> bool {
-        if self.weight == Weight::ByteTime && axis.is_some() && axis != self.axis {
+    /// whether the graph, weighted as `weighting`, must be laid out again.
+    pub fn axis_changed(&mut self, weighting: Weighting, axis: Option<Axis>) -> bool {
+        if weighting == Weighting::ByteTime && axis.is_some() && axis != self.axis {
             self.axis = axis;
             return true;
         }
@@ -119,19 +97,28 @@ impl FlameState {
 
 fn query(app: &App) -> Option<FlameQuery> {
     let f = &app.lenses.flame;
+    let settings = app.page.flame;
     let gl = f.gl.as_ref()?;
     let (w, h) = gl.fit()?;
     let row_px = ROW_CSS * dpr();
     let scroll: HtmlElement = by_id("flame-scroll");
     let top = f64::from(scroll.scroll_top()) * dpr();
     Some(FlameQuery {
-        weight: match f.weight {
-            Weight::Live => FlameWeight::Live(app.page.moment.target),
-            Weight::ByteTime => FlameWeight::ByteTime,
+        weight: match settings.weighting {
+            Weighting::Live => FlameWeight::Live(app.page.moment.target),
+            Weighting::ByteTime => FlameWeight::ByteTime,
         },
         axis: app.page.window.axis,
-        orientation: f.orientation,
-        order: f.order,
+        orientation: if settings.bottom_up {
+            Orientation::BottomUp
+        } else {
+            Orientation::TopDown
+        },
+        order: if settings.stable_order {
+            FlameOrder::Stable
+        } else {
+            FlameOrder::LeftHeavy
+        },
         focus_path: f.focus_path.clone(),
         focus_node: f.focus_node,
         width_px: w,
@@ -245,26 +232,29 @@ fn weight_text(unit: Option<FlameUnit>, w: f64) -> String {
 }
 
 /// Toolbar, caption, breadcrumb and the node's allocation list.
-fn render_chrome(app: &App) {
+pub fn render_chrome(app: &App) {
     let f = &app.lenses.flame;
+    let settings = app.page.flame;
     let pane: HtmlElement = by_id("lens-flame-pane");
     attr(
         &by_id::<HtmlElement>("flame-live"),
         "aria-pressed",
-        bool_text(f.weight == Weight::Live),
+        bool_text(settings.weighting == Weighting::Live),
     );
     attr(
         &by_id::<HtmlElement>("flame-bytetime"),
         "aria-pressed",
-        bool_text(f.weight == Weight::ByteTime),
+        bool_text(settings.weighting == Weighting::ByteTime),
     );
-    by_id::<HtmlElement>("flame-orientation").set_text_content(Some(match f.orientation {
-        Orientation::TopDown => "Top-down",
-        Orientation::BottomUp => "Bottom-up (who calls the allocator)",
+    by_id::<HtmlElement>("flame-orientation").set_text_content(Some(if settings.bottom_up {
+        "Bottom-up (who calls the allocator)"
+    } else {
+        "Top-down"
     }));
-    by_id::<HtmlElement>("flame-order").set_text_content(Some(match f.order {
-        FlameOrder::LeftHeavy => "Left-heavy",
-        FlameOrder::Stable => "Stable order",
+    by_id::<HtmlElement>("flame-order").set_text_content(Some(if settings.stable_order {
+        "Stable order"
+    } else {
+        "Left-heavy"
     }));
     let caption: HtmlElement = by_id("flame-caption");
     let total = weight_text(f.unit, f.total_weight);
@@ -516,11 +506,14 @@ pub fn wire(app: &Shared) {
         Err(e) => by_id::<HtmlElement>("flame-caption")
             .set_text_content(Some(&format!("The flame graph cannot draw here: {e}."))),
     }
-    on_click(app, "flame-live", |a| weigh(a, Weight::Live));
-    on_click(app, "flame-bytetime", |a| weigh(a, Weight::ByteTime));
-    on_click(app, "flame-peak", live_at_peak);
-    on_click(app, "flame-orientation", flip_orientation);
-    on_click(app, "flame-order", flip_order);
+    let setting = |app: &Shared, id: &str, msg: FlameMsg| {
+        on_click(app, id, move |a| a.dispatch(Msg::Flame(msg)));
+    };
+    setting(app, "flame-live", FlameMsg::Weigh(Weighting::Live));
+    setting(app, "flame-bytetime", FlameMsg::Weigh(Weighting::ByteTime));
+    setting(app, "flame-peak", FlameMsg::LiveAtPeak);
+    setting(app, "flame-orientation", FlameMsg::FlipOrientation);
+    setting(app, "flame-order", FlameMsg::FlipOrder);
     let crumbs = by_id::<HtmlElement>("flame-crumbs");
     route(app, &crumbs, "click", |a, e: MouseEvent| {
         crumb_clicked(a, &e)
@@ -548,40 +541,13 @@ pub fn wire(app: &Shared) {
     route(app, &canvas, "mouseleave", |a, _: MouseEvent| left(a));
 }
 
-/// The weight buttons: what a node's width measures.
-fn weigh(a: &mut App, weight: Weight) {
-    a.lenses.flame.weight = weight;
-    request(a);
-}
-
-/// The peak button: live bytes at the peak moment.
-fn live_at_peak(a: &mut App) {
-    a.lenses.flame.weight = Weight::Live;
-    set_moment(a, At::Peak);
-}
-
-/// The orientation button: callers above callees, or the other way round.
-fn flip_orientation(a: &mut App) {
+/// The orientation changed: paths differ between orientations, so the focus goes back
+/// to the root (before the new layout is asked for).
+pub fn to_root(a: &mut App) {
     let f = &mut a.lenses.flame;
-    f.orientation = match f.orientation {
-        Orientation::TopDown => Orientation::BottomUp,
-        Orientation::BottomUp => Orientation::TopDown,
-    };
-    // Paths differ between orientations: start from the root.
     f.focus_path.clear();
     f.focus_node = None;
     f.clicked = true;
-    request(a);
-}
-
-/// The order button: heaviest first, or in a stable order.
-fn flip_order(a: &mut App) {
-    let f = &mut a.lenses.flame;
-    f.order = match f.order {
-        FlameOrder::LeftHeavy => FlameOrder::Stable,
-        FlameOrder::Stable => FlameOrder::LeftHeavy,
-    };
-    request(a);
 }
 
 /// A click on a breadcrumb: focus its node.

@@ -11,7 +11,8 @@
 //!   page model's (`memscope_page::table`); this draws the rows the worker sent.
 
 use memscope_analysis::{Direction, SortKey};
-use memscope_page::table::{Rows, TableMsg, TableQuery};
+use memscope_page::paging::Rows;
+use memscope_page::table::{TableMsg, TableQuery};
 use memscope_page::Msg;
 use memscope_protocol::lens::{At, EventsAnswer, LensRequest, TableAnswer};
 use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
@@ -25,9 +26,6 @@ use crate::input::{event_data, on_click, route};
 
 /// Row height of both grids, CSS px.
 const ROW_CSS: f64 = 22.0;
-
-/// Rows fetched beyond the visible ones on each side.
-const MARGIN: u64 = 120;
 
 /// The two lists.
 pub struct Lists {
@@ -92,10 +90,23 @@ pub fn on_overview(app: &mut App) {
 /// Shows the visible tab's list (asking for the rows it lacks).
 pub fn refresh(app: &mut App) {
     match app.page.lens_tab {
-        Tab::Events => render_events(app),
+        Tab::Events => events_scrolled(app),
         Tab::Table => table_scrolled(app),
         _ => {}
     }
+}
+
+/// Tells the model which rows of the event list the grid shows (it asks for those it
+/// lacks, and the list is drawn).
+fn events_scrolled(app: &mut App) {
+    let Some(l) = app.lenses.lists.as_ref() else {
+        return;
+    };
+    let rows = Rows {
+        first: l.events.visible().0,
+        count: l.events.page() + 1,
+    };
+    app.dispatch(Msg::EventsScrolled(rows));
 }
 
 /// Tells the model which rows of the table the grid shows (it asks for those it
@@ -136,15 +147,14 @@ pub fn on_moment(app: &mut App) {
     if app.page.lens_tab != Tab::Events {
         return;
     }
-    let Some(m) = app.lenses.moment.as_ref().map(|m| m.moment) else {
-        render_events(app);
-        return;
-    };
-    if let Some(l) = app.lenses.lists.as_ref() {
+    if let (Some(m), Some(l)) = (
+        app.lenses.moment.as_ref().map(|m| m.moment),
+        app.lenses.lists.as_ref(),
+    ) {
         // Moment m is the state after entry m − 1; the start shows the first entry.
         l.events.reveal(u64::from(m.saturating_sub(1)));
     }
-    render_events(app);
+    events_scrolled(app);
 }
 
 fn cell(row: &HtmlElement, class: &str, text: &str) -> HtmlElement {
@@ -154,7 +164,9 @@ fn cell(row: &HtmlElement, class: &str, text: &str) -> HtmlElement {
     c
 }
 
-fn render_events(app: &mut App) {
+/// Draws the event list's visible rows from the rows held (the model asks for the
+/// others).
+pub fn render_events(app: &mut App) {
     let moment = app.lenses.moment.as_ref().map(|m| m.moment);
     let selected = app.selected_id();
     let highlight = app.lenses.highlight.clone();
@@ -163,7 +175,6 @@ fn render_events(app: &mut App) {
     };
     let (first, count) = l.events.visible();
     let mut rows = Vec::new();
-    let mut missing = false;
     for i in first..first + count {
         let row = el("div", "grid-row event-row");
         attr(&row, "role", "row");
@@ -237,35 +248,39 @@ fn render_events(app: &mut App) {
                 }
             }
             None => {
-                missing = true;
                 cell(&row, "hint", "…");
             }
         }
         rows.push(row);
     }
     l.events.fill(first, &rows);
-    if missing {
-        let from = first.saturating_sub(MARGIN);
-        let count = (count + 2 * MARGIN) as u32;
-        ask(
-            app,
-            LensRequest::Events {
-                first: from as u32,
-                count,
-            },
-        );
-    }
+}
+
+/// Asks the worker for rows `rows` of the event list.
+pub fn ask_events(app: &mut App, rows: Rows) {
+    ask(
+        app,
+        LensRequest::Events {
+            first: u32::try_from(rows.first).unwrap_or(u32::MAX),
+            count: u32::try_from(rows.count).unwrap_or(u32::MAX),
+        },
+    );
 }
 
 /// A page of the event list arrived.
 pub fn on_events(app: &mut App, page: EventsAnswer) {
+    let answer = Msg::EventsAnswer {
+        rows: Rows {
+            first: u64::from(page.first),
+            count: page.rows.len() as u64,
+        },
+        total: u64::from(page.total),
+    };
     if let Some(l) = app.lenses.lists.as_mut() {
         l.events.set_total(u64::from(page.total));
         l.events_page = Some(page);
     }
-    if app.page.lens_tab == Tab::Events {
-        render_events(app);
-    }
+    app.dispatch(answer);
 }
 
 /// Draws the table's visible rows from the rows held (the model asks for the others).
@@ -450,7 +465,9 @@ pub fn wire(app: &Shared) {
         };
         (l.events.root.clone(), l.table.root.clone())
     };
-    route(app, &events_root, "scroll", |a, _: Event| render_events(a));
+    route(app, &events_root, "scroll", |a, _: Event| {
+        events_scrolled(a)
+    });
     route(app, &table_root, "scroll", |a, _: Event| table_scrolled(a));
     route(app, &events_root, "click", |a, e: MouseEvent| {
         event_clicked(a, &e)
