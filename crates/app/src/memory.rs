@@ -15,6 +15,8 @@
 
 use memscope_protocol::Request;
 
+use memscope_page::held::{to_drop, HeldModel};
+
 use crate::app::{App, RankState};
 use crate::dom;
 
@@ -77,26 +79,30 @@ pub fn over_budget(app: &App) -> bool {
     held_bytes(app) > app.held.budget_bytes
 }
 
-/// Drops the least recently used models until those held fit the budget. Kept: the
-/// rank shown, ranks not reported yet (their record is not in), ranks a fleet question
-/// is waiting on, ranks without a file to read again.
+/// Drops the least recently used models until those held fit the budget
+/// ([`memscope_page::held::to_drop`]). Kept: the rank shown, ranks not reported yet
+/// (their record is not in), ranks a fleet question is waiting on, ranks without a
+/// file to read again.
 pub fn trim(app: &mut App) {
-    while over_budget(app) {
-        let candidate = app
-            .ranks
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.slot.is_some() && matches!(r.state, RankState::Ready(_)))
+    let models: Vec<HeldModel> = app
+        .ranks
+        .iter()
+        .filter(|r| r.slot.is_some() && matches!(r.state, RankState::Ready(_)))
+        .map(|r| HeldModel {
+            key: r.key,
+            bytes: r.held_bytes,
+            used: r.used,
             // Bytes handed over by another page cannot be read again.
-            .filter(|(_, r)| r.source.is_some())
-            .filter(|(_, r)| app.active.is_none_or(|(k, _)| k != r.key))
-            .filter(|(_, r)| crate::fleet::may_drop(app, r.key))
-            .min_by_key(|(_, r)| r.used)
-            .map(|(i, _)| i);
-        let Some(i) = candidate else {
-            return;
+            droppable: r.source.is_some()
+                && app.active.is_none_or(|(k, _)| k != r.key)
+                && crate::fleet::may_drop(app, r.key),
+        })
+        .collect();
+    for key in to_drop(&models, app.held.budget_bytes) {
+        let Some(i) = app.ranks.iter().position(|r| r.key == key) else {
+            continue;
         };
-        let (key, slot) = (app.ranks[i].key, app.ranks[i].slot);
+        let slot = app.ranks[i].slot;
         if let Some(slot) = slot {
             app.pool.send(slot, Request::Drop { rank_key: key });
         }

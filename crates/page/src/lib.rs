@@ -14,6 +14,7 @@
 pub mod examined;
 pub mod flame;
 pub mod fleet;
+pub mod held;
 pub mod keys;
 pub mod names;
 pub mod paging;
