@@ -714,6 +714,7 @@ impl App {
             Ask::TableRows(rows) => crate::lenses::ask_table(self, rows),
             Ask::EventRows(rows) => crate::lenses::ask_events(self, rows),
             Ask::FlameLayout => crate::lenses::flame::request(self),
+            Ask::WhatIf(inputs) => crate::lenses::whatif::ask_replay(self, inputs),
         }
     }
 
@@ -745,6 +746,7 @@ impl App {
             }
             Part::Flame => crate::lenses::flame::render_chrome(self),
             Part::FlameRoot => crate::lenses::flame::to_root(self),
+            Part::WhatIf => crate::lenses::whatif::render_part(self),
             Part::Events => {
                 if self.page.lens_tab == memscope_page::LensTab::Events {
                     crate::lenses::render_events(self);

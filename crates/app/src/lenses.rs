@@ -33,7 +33,7 @@ pub(crate) mod search;
 mod settings;
 mod state_panel;
 mod vlist;
-mod whatif;
+pub mod whatif;
 
 pub use glview::highlighted;
 pub use lists::{

@@ -22,6 +22,7 @@ pub mod requests;
 pub mod table;
 pub mod timeline_asks;
 pub mod url;
+pub mod whatif;
 pub mod window;
 
 pub use memscope_snapshot::{At, Axis};
@@ -174,6 +175,8 @@ pub struct State {
     pub events: paging::Paging,
     /// The flame graph's settings.
     pub flame: flame::FlameView,
+    /// The what-if replay: what was asked, which curve is drawn.
+    pub whatif: whatif::WhatIfView,
 }
 
 /// Something that happened: a user's action, or a worker's answer.
@@ -312,6 +315,8 @@ pub enum Msg {
     Table(table::TableMsg),
     /// A flame graph setting changed.
     Flame(flame::FlameMsg),
+    /// Something done to the what-if replay.
+    WhatIf(whatif::WhatIfMsg),
     /// The event list shows these rows (it scrolled or was laid out): as many as fit.
     EventsScrolled(paging::Rows),
     /// The worker's rows of the event list: `rows` of `total` entries.
@@ -358,6 +363,8 @@ pub enum Part {
     Flame,
     /// The flame graph's focus goes back to its root.
     FlameRoot,
+    /// The what-if replay's form, rows and the curve on the timeline.
+    WhatIf,
     /// The top-allocations table's rows (its question or its rows changed).
     Table,
     /// The top-allocations table from its first row (scrolled to the top).
@@ -391,6 +398,8 @@ pub enum Ask {
     EventRows(paging::Rows),
     /// The flame graph laid out as its settings say.
     FlameLayout,
+    /// The what-if replay with these inputs.
+    WhatIf(whatif::WhatIfInputs),
 }
 
 /// What a change asks of the browser.
@@ -492,6 +501,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.search.cursor = None;
             table::apply(&mut s.table, table::TableMsg::Reset, false, fx);
             s.events.restart();
+            s.whatif = whatif::WhatIfView::default();
             for part in [Part::Selection, Part::Range, Part::Search, Part::Axis] {
                 fx.push(Effect::Dom(part));
             }
@@ -703,6 +713,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             table::apply(&mut s.table, msg, on_screen, fx);
         }
         Msg::Flame(msg) => flame_setting(s, msg, fx),
+        Msg::WhatIf(msg) => what_if(s, msg, fx),
         Msg::EventsScrolled(rows) => {
             s.events.visible = rows;
             fx.push(Effect::Dom(Part::Events));
@@ -739,6 +750,34 @@ fn flame_setting(s: &mut State, msg: flame::FlameMsg, fx: &mut Effects) {
         if s.shown.is_some() {
             fx.push(Effect::Ask(Ask::FlameLayout));
         }
+    }
+}
+
+fn what_if(s: &mut State, msg: whatif::WhatIfMsg, fx: &mut Effects) {
+    use whatif::{WhatIfInputs, WhatIfMsg};
+    let ask = match msg {
+        WhatIfMsg::Opened if s.whatif.asked.is_none() => Some(WhatIfInputs::default()),
+        WhatIfMsg::Opened => None,
+        WhatIfMsg::Run { capacity, sets } => Some(WhatIfInputs::read(&capacity, &sets)),
+        WhatIfMsg::Answered { rows } => {
+            s.whatif.curve = s.whatif.curve.filter(|&i| i < rows);
+            fx.push(Effect::Dom(Part::WhatIf));
+            None
+        }
+        WhatIfMsg::ToggleCurve(row) => {
+            s.whatif.curve = if s.whatif.curve == Some(row) {
+                None
+            } else {
+                Some(row)
+            };
+            fx.push(Effect::Dom(Part::WhatIf));
+            None
+        }
+    };
+    if let (Some(inputs), Some(_)) = (ask, s.shown) {
+        s.whatif.asked = Some(inputs.clone());
+        fx.push(Effect::Ask(Ask::WhatIf(inputs)));
+        fx.push(Effect::Dom(Part::WhatIf));
     }
 }
 

@@ -13,6 +13,9 @@ use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, HtmlInputElement, MouseEvent};
 
+use memscope_page::whatif::{WhatIfInputs, WhatIfMsg};
+use memscope_page::Msg;
+
 use super::ask;
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
@@ -21,12 +24,9 @@ use crate::input::{event_data, route};
 /// What the page keeps of the what-if table.
 #[derive(Default)]
 pub struct WhatIfState {
-    /// The last answer.
+    /// The last answer (what was asked and which curve is drawn are the page model's,
+    /// `memscope_page::whatif`).
     pub answer: Option<Box<WhatIfAnswer>>,
-    /// A question was sent for the shown device.
-    pub asked: bool,
-    /// The row whose curve is drawn on the timeline.
-    pub shown: Option<usize>,
 }
 
 impl WhatIfState {
@@ -38,18 +38,27 @@ impl WhatIfState {
 
 /// The settings tab is shown: the first question, once per device.
 pub fn on_tab_shown(app: &mut App) {
-    if !app.lenses.whatif.asked {
-        app.lenses.whatif.asked = true;
-        ask(app, LensRequest::WhatIf(WhatIfQuery::default()));
-        render(app);
-    }
+    app.dispatch(Msg::WhatIf(WhatIfMsg::Opened));
+}
+
+/// Asks the worker to replay with `inputs`.
+pub fn ask_replay(app: &mut App, inputs: WhatIfInputs) {
+    let query = WhatIfQuery {
+        capacity: inputs.capacity,
+        sets: inputs.sets,
+    };
+    ask(app, LensRequest::WhatIf(query));
 }
 
 /// The worker answered.
 pub fn on_answer(app: &mut App, answer: Box<WhatIfAnswer>) {
-    let w = &mut app.lenses.whatif;
-    w.shown = w.shown.filter(|&i| i < answer.rows.len());
-    w.answer = Some(answer);
+    let rows = answer.rows.len();
+    app.lenses.whatif.answer = Some(answer);
+    app.dispatch(Msg::WhatIf(WhatIfMsg::Answered { rows }));
+}
+
+/// The form, the rows and the curve follow the model.
+pub fn render_part(app: &mut App) {
     render(app);
     place(app);
 }
@@ -115,9 +124,9 @@ pub fn render(app: &mut App) {
         "rows of settings, e.g. expandable_segments:True; max_split_size_mb:128",
     );
     attr(&sets, "aria-label", "Settings to compare, one row per ';'");
-    if let Some(a) = app.lenses.whatif.answer.as_ref() {
-        capacity.set_value(&a.query.capacity);
-        sets.set_value(&a.query.sets.join("; "));
+    if let Some(asked) = app.page.whatif.asked.as_ref() {
+        capacity.set_value(&asked.capacity);
+        sets.set_value(&asked.sets.join("; "));
     }
     let run = el_text("button", "", "Replay");
     attr(&run, "type", "submit");
@@ -128,7 +137,7 @@ pub fn render(app: &mut App) {
     append(&body, &form);
 
     let Some(a) = app.lenses.whatif.answer.as_ref() else {
-        if app.lenses.whatif.asked {
+        if app.page.whatif.asked.is_some() {
             append(&body, &el_text("p", "hint", "Replaying…"));
         }
         return;
@@ -223,7 +232,7 @@ pub fn render(app: &mut App) {
         };
         append(&tr, &el_text("td", "num", &delta));
         append(&tr, &el_text("td", "", &oom_text(row)));
-        let shown = app.lenses.whatif.shown == Some(i);
+        let shown = app.page.whatif.curve == Some(i);
         let b = el_text("button", "link", if shown { "Hide" } else { "Show" });
         attr(&b, "type", "button");
         attr(&b, "data-whatif-row", &i.to_string());
@@ -251,7 +260,7 @@ pub fn place(app: &App) {
         .whatif
         .answer
         .as_ref()
-        .zip(app.lenses.whatif.shown)
+        .zip(app.page.whatif.curve)
         .and_then(|(a, i)| a.rows.get(i));
     let Some(row) = row else {
         dom::show(&layer, false);
@@ -320,17 +329,10 @@ fn asked(a: &mut App, e: &Event) {
     e.prevent_default();
     let capacity: HtmlInputElement = by_id("whatif-capacity");
     let sets: HtmlInputElement = by_id("whatif-sets");
-    let query = WhatIfQuery {
-        capacity: capacity.value().trim().to_owned(),
-        sets: sets
-            .value()
-            .split(';')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect(),
-    };
-    a.lenses.whatif.asked = true;
-    ask(a, LensRequest::WhatIf(query));
+    a.dispatch(Msg::WhatIf(WhatIfMsg::Run {
+        capacity: capacity.value(),
+        sets: sets.value(),
+    }));
 }
 
 /// A click on a row's button: show its curve, or hide it when shown.
@@ -338,8 +340,5 @@ fn row_clicked(a: &mut App, e: &MouseEvent) {
     let Some(i) = event_data::<usize>(e, "[data-whatif-row]", "data-whatif-row") else {
         return;
     };
-    let w = &mut a.lenses.whatif;
-    w.shown = if w.shown == Some(i) { None } else { Some(i) };
-    render(a);
-    place(a);
+    a.dispatch(Msg::WhatIf(WhatIfMsg::ToggleCurve(i)));
 }
