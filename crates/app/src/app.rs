@@ -87,7 +87,6 @@ pub struct App {
     pub drag: crate::input::Drag,
     pub active: Option<(u32, i32)>,
     pub detail: Option<AllocationDetail>,
-    pub show_noise: bool,
     next_key: u32,
     next_request: u32,
     /// The call sites' palette entries, decided from the legends of every rank seen;
@@ -141,7 +140,6 @@ impl App {
             drag: Default::default(),
             active: None,
             detail: None,
-            show_noise: false,
             next_key: 1,
             next_request: 1,
             palette: Default::default(),
@@ -491,7 +489,7 @@ impl App {
                     .wants_detail((detail.rank_key, detail.device), detail.allocation)
                 {
                     self.detail = Some(*detail);
-                    panel::show(self.detail.as_ref(), self.show_noise);
+                    panel::show(self.detail.as_ref(), self.page.noise_frames);
                 }
             }
         }
@@ -523,7 +521,7 @@ impl App {
             attr(&body, "data-device", &format!("{key}:{device}"));
         }
         self.detail = None;
-        panel::show(None, self.show_noise);
+        panel::show(None, self.page.noise_frames);
         dom::show(&by_id("empty-state"), false);
         dom::show(&by_id("workspace"), true);
         let title: HtmlElement = by_id("view-title");
@@ -725,7 +723,7 @@ impl App {
                 self.detail = None;
                 crate::lenses::on_select(self, id);
                 if id == NO_ID {
-                    panel::show(None, self.show_noise);
+                    panel::show(None, self.page.noise_frames);
                 } else {
                     let body: HtmlElement = by_id("detail-body");
                     clear(&body);
@@ -747,6 +745,7 @@ impl App {
             Part::Flame => crate::lenses::flame::render_chrome(self),
             Part::FlameRoot => crate::lenses::flame::to_root(self),
             Part::WhatIf => crate::lenses::whatif::render_part(self),
+            Part::Detail => panel::show(self.detail.as_ref(), self.page.noise_frames),
             Part::Events => {
                 if self.page.lens_tab == memscope_page::LensTab::Events {
                     crate::lenses::render_events(self);

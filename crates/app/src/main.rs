@@ -276,10 +276,7 @@ fn detail_clicked(app: &mut App, e: &MouseEvent) {
         return;
     };
     match target.id().as_str() {
-        "noise-toggle" => {
-            app.show_noise = !app.show_noise;
-            panel::show(app.detail.as_ref(), app.show_noise);
-        }
+        "noise-toggle" => app.dispatch(memscope_page::Msg::ToggleNoiseFrames),
         "copy-stack" => {
             if let Some(d) = &app.detail {
                 let text = panel::stack_text(d);

@@ -177,6 +177,9 @@ pub struct State {
     pub flame: flame::FlameView,
     /// The what-if replay: what was asked, which curve is drawn.
     pub whatif: whatif::WhatIfView,
+    /// The detail panel lists the stack's noise frames too (the allocator's own,
+    /// Python's plumbing).
+    pub noise_frames: bool,
 }
 
 /// Something that happened: a user's action, or a worker's answer.
@@ -317,6 +320,8 @@ pub enum Msg {
     Flame(flame::FlameMsg),
     /// Something done to the what-if replay.
     WhatIf(whatif::WhatIfMsg),
+    /// Show or hide the noise frames of the detail panel's stack.
+    ToggleNoiseFrames,
     /// The event list shows these rows (it scrolled or was laid out): as many as fit.
     EventsScrolled(paging::Rows),
     /// The worker's rows of the event list: `rows` of `total` entries.
@@ -365,6 +370,8 @@ pub enum Part {
     FlameRoot,
     /// The what-if replay's form, rows and the curve on the timeline.
     WhatIf,
+    /// The detail panel (the selected allocation's, as the worker sent it).
+    Detail,
     /// The top-allocations table's rows (its question or its rows changed).
     Table,
     /// The top-allocations table from its first row (scrolled to the top).
@@ -714,6 +721,10 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
         }
         Msg::Flame(msg) => flame_setting(s, msg, fx),
         Msg::WhatIf(msg) => what_if(s, msg, fx),
+        Msg::ToggleNoiseFrames => {
+            s.noise_frames = !s.noise_frames;
+            fx.push(Effect::Dom(Part::Detail));
+        }
         Msg::EventsScrolled(rows) => {
             s.events.visible = rows;
             fx.push(Effect::Dom(Part::Events));

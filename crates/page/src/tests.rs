@@ -526,3 +526,22 @@ fn the_event_list_asks_for_rows_it_lacks_and_starts_again_for_another_device() {
         (None, None, None)
     );
 }
+
+#[test]
+fn the_noise_frames_toggle_and_outlive_the_device() {
+    let mut s = shown();
+    let fx = update(&mut s, Msg::ToggleNoiseFrames);
+    assert!(s.noise_frames);
+    assert_eq!(fx, Effects(vec![Effect::Dom(Part::Detail)]));
+    update(
+        &mut s,
+        Msg::Show {
+            owner: (4, 0),
+            extents: extents(),
+            has_time: true,
+        },
+    );
+    assert!(s.noise_frames);
+    update(&mut s, Msg::ToggleNoiseFrames);
+    assert!(!s.noise_frames);
+}
