@@ -7,8 +7,14 @@
 //! Each piece of state has one owner, here: the shown device, the visible window of
 //! the memory timeline (every canvas under it follows its x range), the selected
 //! allocation (by id within the shown device, the same in every view), the moment,
-//! the range, the search and its cursor, the y scale, the lens tab and the help; and
-//! the fleet view's settings ([`fleet`]).
+//! the range, the search and its cursor, the y scale, the lens tab and the help; the
+//! lenses' own settings: the top-allocations table's sort, filter and keyboard row
+//! ([`table`]), the rows of the table and the event list held and asked for
+//! ([`paging`]), the flame graph's settings ([`flame`]), the what-if replay's inputs
+//! and curve ([`whatif`]), the detail panel's noise frames; and the fleet view's
+//! settings ([`fleet`]). Rules about the opened ranks that need no browser live here
+//! too: which models to drop over the memory budget ([`held`]) and whether the
+//! fleet's results cover every rank ([`examined`]).
 //! Web-free, so the interaction rules are tested natively.
 
 pub mod examined;
