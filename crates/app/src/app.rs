@@ -746,6 +746,7 @@ impl App {
             Part::FlameRoot => crate::lenses::flame::to_root(self),
             Part::WhatIf => crate::lenses::whatif::render_part(self),
             Part::Detail => panel::show(self.detail.as_ref(), self.page.noise_frames),
+            Part::SegmentBlocks => crate::lenses::segment_chosen(self),
             Part::Events => {
                 if self.page.lens_tab == memscope_page::LensTab::Events {
                     crate::lenses::render_events(self);

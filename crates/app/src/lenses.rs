@@ -39,6 +39,7 @@ pub use glview::highlighted;
 pub use lists::{
     ask_events, ask_table, render_events, render_table, table_cursor, table_open, table_top,
 };
+pub use state_panel::segment_chosen;
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;

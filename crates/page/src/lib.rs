@@ -186,6 +186,9 @@ pub struct State {
     /// The detail panel lists the stack's noise frames too (the allocator's own,
     /// Python's plumbing).
     pub noise_frames: bool,
+    /// The segment of the moment's state whose blocks the moment panel lists (its
+    /// index in the state's segments).
+    pub moment_segment: Option<usize>,
 }
 
 /// Something that happened: a user's action, or a worker's answer.
@@ -328,6 +331,16 @@ pub enum Msg {
     WhatIf(whatif::WhatIfMsg),
     /// Show or hide the noise frames of the detail panel's stack.
     ToggleNoiseFrames,
+    /// A click on a segment of the moment panel: list its blocks.
+    ChooseSegment(usize),
+    /// The moment's state has `count` segments (it arrived, or the selection changed);
+    /// the selected allocation is live in segment `holding_selection`, if any.
+    MomentSegments {
+        /// Segments of the moment's state.
+        count: usize,
+        /// The segment holding the selected allocation.
+        holding_selection: Option<usize>,
+    },
     /// The event list shows these rows (it scrolled or was laid out): as many as fit.
     EventsScrolled(paging::Rows),
     /// The worker's rows of the event list: `rows` of `total` entries.
@@ -378,6 +391,8 @@ pub enum Part {
     WhatIf,
     /// The detail panel (the selected allocation's, as the worker sent it).
     Detail,
+    /// The moment panel's blocks list, for a segment the user chose (from its top).
+    SegmentBlocks,
     /// The top-allocations table's rows (its question or its rows changed).
     Table,
     /// The top-allocations table from its first row (scrolled to the top).
@@ -515,6 +530,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             table::apply(&mut s.table, table::TableMsg::Reset, false, fx);
             s.events.restart();
             s.whatif = whatif::WhatIfView::default();
+            s.moment_segment = None;
             for part in [Part::Selection, Part::Range, Part::Search, Part::Axis] {
                 fx.push(Effect::Dom(part));
             }
@@ -727,6 +743,21 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
         }
         Msg::Flame(msg) => flame_setting(s, msg, fx),
         Msg::WhatIf(msg) => what_if(s, msg, fx),
+        Msg::ChooseSegment(i) => {
+            s.moment_segment = Some(i);
+            fx.push(Effect::Dom(Part::SegmentBlocks));
+        }
+        Msg::MomentSegments {
+            count,
+            holding_selection,
+        } => {
+            // The selection's segment; else the one chosen while it still exists;
+            // else the first.
+            s.moment_segment = holding_selection
+                .filter(|&i| i < count)
+                .or(s.moment_segment.filter(|&i| i < count))
+                .or((count > 0).then_some(0));
+        }
         Msg::ToggleNoiseFrames => {
             s.noise_frames = !s.noise_frames;
             fx.push(Effect::Dom(Part::Detail));

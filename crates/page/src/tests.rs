@@ -545,3 +545,38 @@ fn the_noise_frames_toggle_and_outlive_the_device() {
     update(&mut s, Msg::ToggleNoiseFrames);
     assert!(!s.noise_frames);
 }
+
+#[test]
+fn the_moment_panel_lists_the_selections_segment_else_the_one_chosen_else_the_first() {
+    let mut s = shown();
+    let segments = |s: &mut State, count, holding_selection| {
+        update(
+            s,
+            Msg::MomentSegments {
+                count,
+                holding_selection,
+            },
+        );
+        s.moment_segment
+    };
+    assert_eq!(segments(&mut s, 0, None), None);
+    assert_eq!(segments(&mut s, 5, None), Some(0));
+    let fx = update(&mut s, Msg::ChooseSegment(3));
+    assert_eq!(fx, Effects(vec![Effect::Dom(Part::SegmentBlocks)]));
+    // Another moment with the chosen segment still there keeps it.
+    assert_eq!(segments(&mut s, 4, None), Some(3));
+    // The selection's segment wins.
+    assert_eq!(segments(&mut s, 4, Some(1)), Some(1));
+    // Fewer segments: the first.
+    assert_eq!(segments(&mut s, 1, None), Some(0));
+    // Another device: nothing chosen until its state arrives.
+    update(
+        &mut s,
+        Msg::Show {
+            owner: (4, 0),
+            extents: extents(),
+            has_time: true,
+        },
+    );
+    assert_eq!(s.moment_segment, None);
+}

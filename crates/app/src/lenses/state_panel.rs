@@ -16,6 +16,7 @@ use super::{clear_range, set_moment, step};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
 use crate::input::{event_data, on_click, route};
+use memscope_page::Msg;
 
 /// The panels' elements and what is chosen in them.
 pub struct Panel {
@@ -27,8 +28,6 @@ pub struct Panel {
     point: VList,
     blocks_title: HtmlElement,
     point_title: HtmlElement,
-    /// The segment whose blocks are listed (index in the state's segments).
-    chosen: Option<usize>,
 }
 
 impl Panel {
@@ -42,7 +41,6 @@ impl Panel {
             point: VList::new(by_id("moment-point"), 22.0),
             blocks_title: by_id("moment-blocks-title"),
             point_title: by_id("moment-point-title"),
-            chosen: None,
         }
     }
 }
@@ -226,12 +224,7 @@ pub fn render(app: &mut App) {
         );
     }
     append(&panel.summary, &list);
-    let segments = m.state.segments.len();
-    panel.chosen = match panel.chosen {
-        Some(i) if i < segments => Some(i),
-        _ => (segments > 0).then_some(0),
-    };
-    panel.segments.set_total(segments as u64);
+    panel.segments.set_total(m.state.segments.len() as u64);
     panel.point.set_total(m.point.rows.len() as u64);
     panel.point_title.set_text_content(Some(&format!(
         "Live at the moment, stacked ({} allocations, bottom first)",
@@ -241,30 +234,38 @@ pub fn render(app: &mut App) {
     rerender_lists(app);
 }
 
-/// Chooses the segment holding the selected allocation (if live) and scrolls the lists
-/// to it.
+/// The moment's segments, and the one holding the selected allocation if it is live,
+/// go to the model, which decides whose blocks are listed (`Msg::MomentSegments`); the
+/// lists scroll to the selection.
 fn choose_selected(app: &mut App) {
     let selected = app.selected_id();
-    let (Some(panel), Some(m)) = (app.lenses.panel.as_mut(), app.lenses.moment.as_ref()) else {
+    let Some(m) = app.lenses.moment.as_ref() else {
+        return;
+    };
+    let holding = m
+        .state
+        .segments
+        .iter()
+        .position(|s| selected != NO_ID && s.blocks.iter().any(|b| b.id == selected));
+    app.dispatch(Msg::MomentSegments {
+        count: m.state.segments.len(),
+        holding_selection: holding,
+    });
+    let (Some(panel), Some(m)) = (app.lenses.panel.as_ref(), app.lenses.moment.as_ref()) else {
         return;
     };
     if selected == NO_ID {
         return;
     }
-    for (i, s) in m.state.segments.iter().enumerate() {
-        if let Some(b) = s.blocks.iter().position(|b| b.id == selected) {
-            panel.chosen = Some(i);
-            panel.segments.reveal(i as u64);
-            let row = items(s).iter().position(|it| match it {
-                Item::Block(x) => x.id == selected,
-                Item::Gap(_) => false,
-            });
-            let _ = b;
-            if let Some(r) = row {
-                panel.blocks.set_total(items(s).len() as u64);
-                panel.blocks.reveal(r as u64);
-            }
-            break;
+    if let Some((i, s)) = holding.and_then(|i| Some((i, m.state.segments.get(i)?))) {
+        panel.segments.reveal(i as u64);
+        let row = items(s).iter().position(|it| match it {
+            Item::Block(x) => x.id == selected,
+            Item::Gap(_) => false,
+        });
+        if let Some(r) = row {
+            panel.blocks.set_total(items(s).len() as u64);
+            panel.blocks.reveal(r as u64);
         }
     }
     if let Some(r) = m.point.rows.iter().position(|r| r.id == selected) {
@@ -329,7 +330,7 @@ fn render_segments(app: &App) {
         let row = el("div", "seg-row");
         attr(&row, "data-index", &i.to_string());
         attr(&row, "role", "option");
-        let chosen = panel.chosen == Some(i as usize);
+        let chosen = app.page.moment_segment == Some(i as usize);
         attr(&row, "aria-selected", if chosen { "true" } else { "false" });
         if chosen {
             let _ = row.class_list().add_1("chosen");
@@ -449,7 +450,11 @@ fn render_blocks(app: &App) {
     let (Some(panel), Some(m)) = (app.lenses.panel.as_ref(), app.lenses.moment.as_ref()) else {
         return;
     };
-    let Some(s) = panel.chosen.and_then(|i| m.state.segments.get(i)) else {
+    let Some(s) = app
+        .page
+        .moment_segment
+        .and_then(|i| m.state.segments.get(i))
+    else {
         panel.blocks.fill(0, &[]);
         panel.blocks_title.set_text_content(Some("Blocks"));
         return;
@@ -758,8 +763,12 @@ fn segment_clicked(a: &mut App, e: &MouseEvent) {
     let Some(i) = event_data::<usize>(e, ".seg-row", "data-index") else {
         return;
     };
-    if let Some(p) = a.lenses.panel.as_mut() {
-        p.chosen = Some(i);
+    a.dispatch(Msg::ChooseSegment(i));
+}
+
+/// The user chose a segment: its blocks from the top.
+pub fn segment_chosen(a: &mut App) {
+    if let Some(p) = a.lenses.panel.as_ref() {
         p.blocks.root.set_scroll_top(0);
     }
     rerender_lists(a);
