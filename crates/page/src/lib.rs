@@ -11,7 +11,8 @@
 //! lenses' own settings: the top-allocations table's sort, filter and keyboard row
 //! ([`table`]), the rows of the table and the event list held and asked for
 //! ([`paging`]), the flame graph's settings ([`flame`]), the what-if replay's inputs
-//! and curve ([`whatif`]), the detail panel's noise frames; and the fleet view's
+//! and curve ([`whatif`]), the detail panel's noise frames, the moment panel's chosen
+//! segment; and the fleet view's
 //! settings ([`fleet`]). Rules about the opened ranks that need no browser live here
 //! too: which models to drop over the memory budget ([`held`]) and whether the
 //! fleet's results cover every rank ([`examined`]).
