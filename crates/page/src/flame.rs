@@ -108,7 +108,10 @@ mod tests {
         assert_eq!(s.flame.weighting, Weighting::Live);
         assert_eq!(s.moment.target, At::Peak);
         assert!(fx.contains(&Effect::Ask(Ask::Moment(At::Peak))));
-        assert!(fx.contains(&Effect::Ask(Ask::FlameLayout)));
+        assert!(fx.contains(&Effect::Dom(Part::Flame)));
+        // The moment's question lays out a graph that follows the moment: no second
+        // question.
+        assert!(!fx.contains(&Effect::Ask(Ask::FlameLayout)));
     }
 
     #[test]

@@ -796,7 +796,8 @@ fn flame_setting(s: &mut State, msg: flame::FlameMsg, fx: &mut Effects) {
     }
     if s.flame != before {
         fx.push(Effect::Dom(Part::Flame));
-        if s.shown.is_some() {
+        // A graph weighted live is laid out again by the moment's question.
+        if s.shown.is_some() && msg != FlameMsg::LiveAtPeak {
             fx.push(Effect::Ask(Ask::FlameLayout));
         }
     }
