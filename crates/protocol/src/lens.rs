@@ -675,3 +675,58 @@ pub struct WhatIfAnswer {
     /// Time spent in the worker, ms.
     pub worker_ms: f64,
 }
+
+/// The columns of [`whatif_csv`].
+pub const WHATIF_HEADER: [&str; 14] = [
+    "config",
+    "capacity",
+    "peak_reserved_bytes",
+    "peak_after_first_oom",
+    "vs_recorded_bytes",
+    "cached_at_peak_bytes",
+    "ooms",
+    "start_over_capacity",
+    "initial_reserved_bytes",
+    "first_oom_entry",
+    "first_oom_requested_bytes",
+    "first_oom_reserved_bytes",
+    "first_oom_cached_bytes",
+    "first_oom_largest_free_bytes",
+];
+
+/// The what-if table as CSV (`memscope_analysis::csv`'s writer), as the settings tab
+/// shows it: one row per configuration, the recorded one first; `capacity` as written
+/// in the question (empty: unlimited); the peak's difference from the recorded row's
+/// (empty on that row); the first predicted OOM's figures (empty: none).
+pub fn whatif_csv(capacity: &str, rows: &[WhatIfRow]) -> String {
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    let recorded = rows.first().map_or(0, |r| r.peak_reserved_bytes);
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let oom = r.first_oom.as_ref();
+            vec![
+                r.config.clone(),
+                capacity.to_owned(),
+                r.peak_reserved_bytes.to_string(),
+                r.peak_after_first_oom.to_string(),
+                if i == 0 {
+                    String::new()
+                } else {
+                    (i128::from(r.peak_reserved_bytes) - i128::from(recorded)).to_string()
+                },
+                r.cached_at_peak_bytes.to_string(),
+                r.ooms.to_string(),
+                r.start_over_capacity.to_string(),
+                r.initial_reserved_bytes.to_string(),
+                opt(oom.map(|o| u64::from(o.entry))),
+                opt(oom.map(|o| o.requested_bytes)),
+                opt(oom.map(|o| o.reserved_bytes)),
+                opt(oom.map(|o| o.cached_bytes)),
+                opt(oom.map(|o| o.largest_free_bytes)),
+            ]
+        })
+        .collect();
+    memscope_analysis::csv::document(&WHATIF_HEADER, &lines)
+}
