@@ -276,6 +276,16 @@ test('the allocator settings, the segments at the moment and the what-if table a
     assert.deepEqual(st.map((r) => [r.setting, r.value]), shownSettings);
     assert.match(settings.status, new RegExp(`^Saved ${settings.name}: ${keys.length} settings, `));
 
+    // Its roundup_power2_divisions table: the rows the tab shows, in order.
+    const shownRoundup = await page.$$eval('#roundup-table tr[data-divisions]', (rs) => rs.map((r) => [r.cells[0].textContent, r.dataset.minBytes, r.dataset.divisions]));
+    assert.ok(shownRoundup.length > 0, 'the file records roundup_power2_divisions');
+    const roundup = await exportAs(page, 'roundup-csv');
+    assert.equal(roundup.name, 'forward-fp32-device0-roundup-power2-divisions.csv');
+    const ru = records(roundup.text, 'sizes,min_bytes,max_bytes,divisions');
+    assert.deepEqual(ru.map((r) => [r.sizes, r.min_bytes, r.divisions]), shownRoundup);
+    assert.ok(ru.slice(0, -1).every((r, i) => r.max_bytes === ru[i + 1].min_bytes), 'intervals meet');
+    assert.match(roundup.status, new RegExp(`^Saved ${roundup.name}: ${shownRoundup.length} size intervals?, `));
+
     // The segments at the moment (the peak): as many as the panel lists, their sizes
     // adding up to the reserved bytes it shows.
     const moment = await page.$eval('#moment-panel', (p) => p.dataset.moment);

@@ -5,12 +5,13 @@
 //!
 //! [`document`] is the one writer: every table of the page goes through it. The
 //! tables of one device are written here (the top allocations and the event list,
-//! whole; the allocator settings; the allocator's segments at a moment); the fleet's
+//! whole; the allocator settings and their `roundup_power2_divisions` table; the
+//! allocator's segments at a moment); the fleet's
 //! (`memscope_fleet`) and the what-if table (`memscope_protocol`) next to their rows'
 //! types, with the same writer.
 
 use crate::events::EventRow;
-use crate::settings::AllocatorSettings;
+use crate::settings::{AllocatorSettings, RoundupRow};
 use crate::state::AllocatorState;
 use crate::table::TableRow;
 
@@ -152,6 +153,26 @@ pub fn settings_csv(settings: &AllocatorSettings) -> String {
         })
         .collect();
     document(&SETTINGS_HEADER, &rows)
+}
+
+/// The columns of [`roundup_csv`].
+pub const ROUNDUP_HEADER: [&str; 4] = ["sizes", "min_bytes", "max_bytes", "divisions"];
+
+/// The `roundup_power2_divisions` table as the settings tab shows it: each interval of
+/// sizes (`max_bytes` empty: no end) and its divisions.
+pub fn roundup_csv(rows: &[RoundupRow]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.interval.clone(),
+                r.min_bytes.to_string(),
+                opt(r.max_bytes),
+                r.divisions.to_string(),
+            ]
+        })
+        .collect();
+    document(&ROUNDUP_HEADER, &rows)
 }
 
 /// The columns of [`state_csv`].
@@ -337,6 +358,37 @@ mod tests {
         assert_eq!(
             settings_csv(&AllocatorSettings::default()),
             "setting,value,recorded,bytes,unlimited,fraction,flag\r\n"
+        );
+    }
+
+    #[test]
+    fn roundup_rows_with_their_bounds() {
+        let rows = [
+            RoundupRow {
+                interval: "below 2 MiB".to_owned(),
+                min_bytes: 0,
+                max_bytes: Some(2_097_152),
+                divisions: 4,
+            },
+            RoundupRow {
+                interval: "2 MiB – 4 MiB, \"x\"".to_owned(),
+                min_bytes: 2_097_152,
+                max_bytes: Some(4_194_304),
+                divisions: 0,
+            },
+            RoundupRow {
+                interval: "32 GiB and above".to_owned(),
+                min_bytes: 34_359_738_368,
+                max_bytes: None,
+                divisions: 8,
+            },
+        ];
+        assert_eq!(
+            roundup_csv(&rows),
+            "sizes,min_bytes,max_bytes,divisions\r\n\
+             below 2 MiB,0,2097152,4\r\n\
+             \"2 MiB – 4 MiB, \"\"x\"\"\",2097152,4194304,0\r\n\
+             32 GiB and above,34359738368,,8\r\n"
         );
     }
 

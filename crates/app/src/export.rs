@@ -5,7 +5,7 @@
 //! `memscope anomalies --json`, with the file's warnings); every table as CSV, through
 //! one writer (`memscope_analysis::csv`): the shown device's top allocations (as
 //! sorted and filtered) and event list, written whole by its worker; its allocator
-//! settings, its segments at the moment and its what-if table, and the fleet view's
+//! settings (and their `roundup_power2_divisions` table), its segments at the moment and its what-if table, and the fleet view's
 //! ranks overview and comparison by call site (as sorted and filtered), written from
 //! what the page shows. Downloads are named by the file's path relative
 //! to what was opened (`memscope_page::names`), and each is confirmed in the dialog's
@@ -312,6 +312,12 @@ fn shown_table_csv(
             .map(|(text, n)| {
                 let what = counted(n as u64, "setting", "settings");
                 (device("allocator-settings"), text, what)
+            })
+            .ok_or(not_yet),
+        "roundup-csv" => crate::lenses::roundup_csv(app)
+            .map(|(text, n)| {
+                let what = counted(n as u64, "size interval", "size intervals");
+                (device("roundup-power2-divisions"), text, what)
             })
             .ok_or(not_yet),
         "state-csv" => crate::lenses::state_csv(app)
