@@ -45,7 +45,8 @@ pub fn document(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
+/// An optional value's field: empty when absent.
+pub fn optional<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
@@ -73,11 +74,11 @@ pub fn table_csv(rows: &[TableRow]) -> String {
                 r.id.to_string(),
                 format!("0x{:x}", r.address),
                 r.size_bytes.to_string(),
-                opt(r.lifetime_us),
+                optional(r.lifetime_us),
                 r.lifetime_events.to_string(),
-                opt(r.byte_us),
-                opt(r.alloc_time_us),
-                opt(r.free_time_us),
+                optional(r.byte_us),
+                optional(r.alloc_time_us),
+                optional(r.free_time_us),
                 r.before_window.to_string(),
                 r.live_at_end.to_string(),
                 r.call_site.clone(),
@@ -112,10 +113,10 @@ pub fn events_csv(rows: &[EventRow]) -> String {
                 r.action.clone(),
                 format!("0x{:x}", r.addr),
                 r.size_bytes.to_string(),
-                opt(r.time_us),
+                optional(r.time_us),
                 r.stream.to_string(),
-                opt(r.allocation),
-                opt(r.device_free_bytes),
+                optional(r.allocation),
+                optional(r.device_free_bytes),
                 r.call_site.clone(),
             ]
         })
@@ -145,10 +146,10 @@ pub fn settings_csv(settings: &AllocatorSettings) -> String {
                 r.key.clone(),
                 r.value.clone(),
                 r.raw.clone(),
-                opt(r.bytes),
+                optional(r.bytes),
                 r.unlimited.to_string(),
-                opt(r.fraction),
-                opt(r.flag),
+                optional(r.fraction),
+                optional(r.flag),
             ]
         })
         .collect();
@@ -167,7 +168,7 @@ pub fn roundup_csv(rows: &[RoundupRow]) -> String {
             vec![
                 r.interval.clone(),
                 r.min_bytes.to_string(),
-                opt(r.max_bytes),
+                optional(r.max_bytes),
                 r.divisions.to_string(),
             ]
         })

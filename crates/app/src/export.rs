@@ -53,13 +53,13 @@ pub fn summaries_csv(app: &App) -> String {
         "unique_frames",
         "unique_stacks",
     ];
-    let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    use memscope_analysis::csv::optional;
     let rows: Vec<Vec<String>> = summaries(app)
         .iter()
         .map(|s| {
             vec![
                 s.file.clone(),
-                s.rank.map_or(String::new(), |r| r.to_string()),
+                optional(s.rank),
                 s.device.to_string(),
                 s.events.to_string(),
                 s.segments.to_string(),
@@ -68,8 +68,8 @@ pub fn summaries_csv(app: &App) -> String {
                 s.requested_bytes.to_string(),
                 s.peak_allocated_bytes.to_string(),
                 s.peak_reserved_bytes.to_string(),
-                opt(s.first_time_us),
-                opt(s.last_time_us),
+                optional(s.first_time_us),
+                optional(s.last_time_us),
                 s.unique_frames.to_string(),
                 s.unique_stacks.to_string(),
             ]

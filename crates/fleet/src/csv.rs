@@ -2,14 +2,10 @@
 //! 4180, units in the column names): the overview (one row per rank and device) and
 //! the comparison by call site, each in the order the page shows it.
 
-use memscope_analysis::csv::document;
+use memscope_analysis::csv::{document, optional};
 
 use crate::compare::SiteDiff;
 use crate::overview::RankRow;
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or(String::new(), |v| v.to_string())
-}
 
 /// The columns of [`overview_csv`].
 pub const OVERVIEW_HEADER: [&str; 12] = [
@@ -39,7 +35,7 @@ pub fn overview_csv<'a>(rows: impl IntoIterator<Item = &'a RankRow>) -> String {
             vec![
                 f.id.path.clone(),
                 f.id.file.clone(),
-                opt(f.id.rank),
+                optional(f.id.rank),
                 f.id.device.to_string(),
                 f.peak_allocated_bytes.to_string(),
                 f.peak_reserved_bytes.to_string(),
@@ -48,7 +44,7 @@ pub fn overview_csv<'a>(rows: impl IntoIterator<Item = &'a RankRow>) -> String {
                 f.ooms.to_string(),
                 r.outlier.to_string(),
                 metrics.join(" "),
-                opt(f.growth.as_ref().map(|g| g.bytes_per_iteration)),
+                optional(f.growth.as_ref().map(|g| g.bytes_per_iteration)),
             ]
         })
         .collect();

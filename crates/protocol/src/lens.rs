@@ -699,7 +699,7 @@ pub const WHATIF_HEADER: [&str; 14] = [
 /// in the question (empty: unlimited); the peak's difference from the recorded row's
 /// (empty on that row); the first predicted OOM's figures (empty: none).
 pub fn whatif_csv(capacity: &str, rows: &[WhatIfRow]) -> String {
-    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    use memscope_analysis::csv::optional;
     let recorded = rows.first().map_or(0, |r| r.peak_reserved_bytes);
     let lines: Vec<Vec<String>> = rows
         .iter()
@@ -720,11 +720,11 @@ pub fn whatif_csv(capacity: &str, rows: &[WhatIfRow]) -> String {
                 r.ooms.to_string(),
                 r.start_over_capacity.to_string(),
                 r.initial_reserved_bytes.to_string(),
-                opt(oom.map(|o| u64::from(o.entry))),
-                opt(oom.map(|o| o.requested_bytes)),
-                opt(oom.map(|o| o.reserved_bytes)),
-                opt(oom.map(|o| o.cached_bytes)),
-                opt(oom.map(|o| o.largest_free_bytes)),
+                optional(oom.map(|o| u64::from(o.entry))),
+                optional(oom.map(|o| o.requested_bytes)),
+                optional(oom.map(|o| o.reserved_bytes)),
+                optional(oom.map(|o| o.cached_bytes)),
+                optional(oom.map(|o| o.largest_free_bytes)),
             ]
         })
         .collect();
