@@ -1,10 +1,18 @@
 //! The page's tables as CSV (RFC 4180: comma-separated, CRLF line ends, a field quoted
-//! when it holds a comma, a quote or a line break, its quotes doubled): the top
-//! allocations and the event list of a device, whole, with a header of field names
-//! that carry their units. Numbers are written exactly (bytes and µs as integers), an
-//! absent value as an empty field.
+//! when it holds a comma, a quote or a line break, its quotes doubled), with a header
+//! of field names that carry their units. Numbers are written exactly (bytes and µs as
+//! integers), an absent value as an empty field.
+//!
+//! [`document`] is the one writer: every table of the page goes through it. The
+//! tables of one device are written here (the top allocations and the event list,
+//! whole; the allocator settings and their `roundup_power2_divisions` table; the
+//! allocator's segments at a moment); the fleet's
+//! (`memscope_fleet`) and the what-if table (`memscope_protocol`) next to their rows'
+//! types, with the same writer.
 
 use crate::events::EventRow;
+use crate::settings::{AllocatorSettings, RoundupRow};
+use crate::state::AllocatorState;
 use crate::table::TableRow;
 
 /// One field, quoted when it must be.
@@ -37,7 +45,8 @@ pub fn document(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
+/// An optional value's field: empty when absent.
+pub fn optional<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
@@ -65,11 +74,11 @@ pub fn table_csv(rows: &[TableRow]) -> String {
                 r.id.to_string(),
                 format!("0x{:x}", r.address),
                 r.size_bytes.to_string(),
-                opt(r.lifetime_us),
+                optional(r.lifetime_us),
                 r.lifetime_events.to_string(),
-                opt(r.byte_us),
-                opt(r.alloc_time_us),
-                opt(r.free_time_us),
+                optional(r.byte_us),
+                optional(r.alloc_time_us),
+                optional(r.free_time_us),
                 r.before_window.to_string(),
                 r.live_at_end.to_string(),
                 r.call_site.clone(),
@@ -104,10 +113,10 @@ pub fn events_csv(rows: &[EventRow]) -> String {
                 r.action.clone(),
                 format!("0x{:x}", r.addr),
                 r.size_bytes.to_string(),
-                opt(r.time_us),
+                optional(r.time_us),
                 r.stream.to_string(),
-                opt(r.allocation),
-                opt(r.device_free_bytes),
+                optional(r.allocation),
+                optional(r.device_free_bytes),
                 r.call_site.clone(),
             ]
         })
@@ -115,9 +124,112 @@ pub fn events_csv(rows: &[EventRow]) -> String {
     document(&EVENTS_HEADER, &rows)
 }
 
+/// The columns of [`settings_csv`].
+pub const SETTINGS_HEADER: [&str; 7] = [
+    "setting",
+    "value",
+    "recorded",
+    "bytes",
+    "unlimited",
+    "fraction",
+    "flag",
+];
+
+/// The allocator settings as the settings tab lists them, in file order: the value for
+/// people, the value as recorded, and the typed reading of sizes, fractions and flags.
+pub fn settings_csv(settings: &AllocatorSettings) -> String {
+    let rows: Vec<Vec<String>> = settings
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.key.clone(),
+                r.value.clone(),
+                r.raw.clone(),
+                optional(r.bytes),
+                r.unlimited.to_string(),
+                optional(r.fraction),
+                optional(r.flag),
+            ]
+        })
+        .collect();
+    document(&SETTINGS_HEADER, &rows)
+}
+
+/// The columns of [`roundup_csv`].
+pub const ROUNDUP_HEADER: [&str; 4] = ["sizes", "min_bytes", "max_bytes", "divisions"];
+
+/// The `roundup_power2_divisions` table as the settings tab shows it: each interval of
+/// sizes (`max_bytes` empty: no end) and its divisions.
+pub fn roundup_csv(rows: &[RoundupRow]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.interval.clone(),
+                r.min_bytes.to_string(),
+                optional(r.max_bytes),
+                r.divisions.to_string(),
+            ]
+        })
+        .collect();
+    document(&ROUNDUP_HEADER, &rows)
+}
+
+/// The columns of [`state_csv`].
+pub const STATE_HEADER: [&str; 15] = [
+    "moment",
+    "segment_address",
+    "size_bytes",
+    "stream",
+    "pool_id",
+    "expandable",
+    "allocated_bytes",
+    "block_bytes",
+    "pending_free_bytes",
+    "free_bytes",
+    "largest_free_bytes",
+    "blocks",
+    "free_gaps",
+    "in_snapshot",
+    "call_site",
+];
+
+/// The allocator's segments at a moment as the state panel lists them (by address),
+/// one row each with its blocks and cached free space; `site_label` names a call site
+/// (the device's site table).
+pub fn state_csv(state: &AllocatorState, site_label: impl Fn(u32) -> String) -> String {
+    let rows: Vec<Vec<String>> = state
+        .segments
+        .iter()
+        .map(|s| {
+            vec![
+                state.moment.to_string(),
+                format!("0x{:x}", s.address),
+                s.size_bytes.to_string(),
+                s.stream.to_string(),
+                format!("({}, {})", s.pool_id.0, s.pool_id.1),
+                s.expandable.to_string(),
+                s.allocated_bytes.to_string(),
+                s.rounded_bytes.to_string(),
+                s.pending_free_bytes.to_string(),
+                s.free_bytes.to_string(),
+                s.largest_free_bytes.to_string(),
+                s.blocks.len().to_string(),
+                s.free.len().to_string(),
+                s.snapshot_segment.is_some().to_string(),
+                site_label(s.site),
+            ]
+        })
+        .collect();
+    document(&STATE_HEADER, &rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::SettingRow;
+    use crate::state::{BlockView, FreeGap, SegmentView, StateTotals};
 
     /// An independent reader of RFC 4180 (a state machine over characters), to check
     /// that what is written reads back as the fields given.
@@ -193,5 +305,168 @@ mod tests {
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(field("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn settings_rows_carry_their_units() {
+        let row = |key: &str, value: &str, raw: &str| SettingRow {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            raw: raw.to_owned(),
+            bytes: None,
+            unlimited: false,
+            fraction: None,
+            flag: None,
+            description: String::new(),
+        };
+        let settings = AllocatorSettings {
+            present: true,
+            rows: vec![
+                row(
+                    "PYTORCH_CUDA_ALLOC_CONF",
+                    "expandable_segments:True,max_split_size_mb:\"128\"",
+                    "expandable_segments:True,max_split_size_mb:\"128\"",
+                ),
+                SettingRow {
+                    bytes: Some(134_217_728),
+                    ..row("max_split_size", "128 MiB (134,217,728 B)", "134217728")
+                },
+                SettingRow {
+                    unlimited: true,
+                    ..row("max_non_split_rounding_size", "unlimited", "-1")
+                },
+                SettingRow {
+                    fraction: Some(0.8),
+                    ..row("garbage_collection_threshold", "80%", "0.8")
+                },
+                SettingRow {
+                    flag: Some(true),
+                    ..row("expandable_segments", "on", "True")
+                },
+            ],
+            roundup_power2_divisions: Vec::new(),
+        };
+        assert_eq!(
+            settings_csv(&settings),
+            "setting,value,recorded,bytes,unlimited,fraction,flag\r\n\
+             PYTORCH_CUDA_ALLOC_CONF,\"expandable_segments:True,max_split_size_mb:\"\"128\"\"\",\
+             \"expandable_segments:True,max_split_size_mb:\"\"128\"\"\",,false,,\r\n\
+             max_split_size,\"128 MiB (134,217,728 B)\",134217728,134217728,false,,\r\n\
+             max_non_split_rounding_size,unlimited,-1,,true,,\r\n\
+             garbage_collection_threshold,80%,0.8,,false,0.8,\r\n\
+             expandable_segments,on,True,,false,,true\r\n"
+        );
+        assert_eq!(
+            settings_csv(&AllocatorSettings::default()),
+            "setting,value,recorded,bytes,unlimited,fraction,flag\r\n"
+        );
+    }
+
+    #[test]
+    fn roundup_rows_with_their_bounds() {
+        let rows = [
+            RoundupRow {
+                interval: "below 2 MiB".to_owned(),
+                min_bytes: 0,
+                max_bytes: Some(2_097_152),
+                divisions: 4,
+            },
+            RoundupRow {
+                interval: "2 MiB – 4 MiB, \"x\"".to_owned(),
+                min_bytes: 2_097_152,
+                max_bytes: Some(4_194_304),
+                divisions: 0,
+            },
+            RoundupRow {
+                interval: "32 GiB and above".to_owned(),
+                min_bytes: 34_359_738_368,
+                max_bytes: None,
+                divisions: 8,
+            },
+        ];
+        assert_eq!(
+            roundup_csv(&rows),
+            "sizes,min_bytes,max_bytes,divisions\r\n\
+             below 2 MiB,0,2097152,4\r\n\
+             \"2 MiB – 4 MiB, \"\"x\"\"\",2097152,4194304,0\r\n\
+             32 GiB and above,34359738368,,8\r\n"
+        );
+    }
+
+    #[test]
+    fn state_rows_are_the_segments_by_address() {
+        let block = BlockView {
+            id: 4,
+            address: 0x7f00_0000_0000,
+            offset_bytes: 0,
+            size_bytes: 1000,
+            rounded_size_bytes: 1024,
+            rounded_estimated: false,
+            pending_free: false,
+            site: 1,
+        };
+        let segment = |address: u64, site: u32| SegmentView {
+            address,
+            size_bytes: 2_097_152,
+            stream: 0,
+            pool_id: (0, 0),
+            expandable: false,
+            snapshot_segment: Some(0),
+            site,
+            allocated_bytes: 1000,
+            rounded_bytes: 1024,
+            pending_free_bytes: 0,
+            free_bytes: 2_096_128,
+            largest_free_bytes: 2_096_128,
+            blocks: vec![block.clone()],
+            free: vec![FreeGap {
+                address: address + 1024,
+                offset_bytes: 1024,
+                size_bytes: 2_096_128,
+            }],
+        };
+        let state = AllocatorState {
+            moment: 17,
+            event: Some(16),
+            segments: vec![
+                segment(0x7f00_0000_0000, 1),
+                SegmentView {
+                    stream: 93_847_360,
+                    pool_id: (1, 2),
+                    expandable: true,
+                    snapshot_segment: None,
+                    pending_free_bytes: 1000,
+                    ..segment(0x7f00_0020_0000, 0)
+                },
+            ],
+            unplaced: Vec::new(),
+            totals: StateTotals {
+                segments: 2,
+                allocations: 2,
+                allocated_bytes: 2000,
+                rounded_bytes: 2048,
+                pending_free_allocations: 1,
+                pending_free_bytes: 1000,
+                reserved_bytes: 4_194_304,
+                free_bytes: 4_192_256,
+                largest_free_bytes: 2_096_128,
+                fragmentation: 0.5,
+                pytorch_fragmentation: 0.5,
+                unplaced_allocations: 0,
+                unplaced_bytes: 0,
+            },
+        };
+        let labels = ["forward (model.py:10)", "attn, \"q\" (model.py:42)"];
+        let text = state_csv(&state, |site| labels[site as usize].to_owned());
+        assert_eq!(
+            text,
+            "moment,segment_address,size_bytes,stream,pool_id,expandable,allocated_bytes,\
+             block_bytes,pending_free_bytes,free_bytes,largest_free_bytes,blocks,free_gaps,\
+             in_snapshot,call_site\r\n\
+             17,0x7f0000000000,2097152,0,\"(0, 0)\",false,1000,1024,0,2096128,2096128,1,1,true,\
+             \"attn, \"\"q\"\" (model.py:42)\"\r\n\
+             17,0x7f0000200000,2097152,93847360,\"(1, 2)\",true,1000,1024,1000,2096128,2096128,1,1,\
+             false,forward (model.py:10)\r\n"
+        );
     }
 }

@@ -2,9 +2,12 @@
 //! a chosen size; made by [`crate::figures`]) or PNG (the same drawing rasterised at the
 //! chosen size × pixel density); the loaded ranks' summaries as CSV or JSON lines (the
 //! fields of `memscope summary --json`); the anomalies as JSON lines (those of
-//! `memscope anomalies --json`, with the file's warnings); the shown device's top
-//! allocations (as sorted and filtered) and event list as CSV, written whole by its
-//! worker (`memscope_analysis::csv`). Downloads are named by the file's path relative
+//! `memscope anomalies --json`, with the file's warnings); every table as CSV, through
+//! one writer (`memscope_analysis::csv`): the shown device's top allocations (as
+//! sorted and filtered) and event list, written whole by its worker; its allocator
+//! settings (and their `roundup_power2_divisions` table), its segments at the moment and its what-if table, and the fleet view's
+//! ranks overview and comparison by call site (as sorted and filtered), written from
+//! what the page shows. Downloads are named by the file's path relative
 //! to what was opened (`memscope_page::names`), and each is confirmed in the dialog's
 //! status line. Everything is generated in the page and downloaded; nothing leaves the
 //! machine.
@@ -51,13 +54,13 @@ pub fn summaries_csv(app: &App) -> String {
         "unique_frames",
         "unique_stacks",
     ];
-    let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    use memscope_analysis::csv::optional;
     let rows: Vec<Vec<String>> = summaries(app)
         .iter()
         .map(|s| {
             vec![
                 s.file.clone(),
-                s.rank.map_or(String::new(), |r| r.to_string()),
+                optional(s.rank),
                 s.device.to_string(),
                 s.events.to_string(),
                 s.segments.to_string(),
@@ -66,8 +69,8 @@ pub fn summaries_csv(app: &App) -> String {
                 s.requested_bytes.to_string(),
                 s.peak_allocated_bytes.to_string(),
                 s.peak_reserved_bytes.to_string(),
-                opt(s.first_time_us),
-                opt(s.last_time_us),
+                optional(s.first_time_us),
+                optional(s.last_time_us),
                 s.unique_frames.to_string(),
                 s.unique_stacks.to_string(),
             ]
@@ -296,6 +299,69 @@ fn base_name(app: &App) -> String {
         .unwrap_or_else(|| "memscope".to_owned())
 }
 
+/// A table the page shows written as CSV from what it holds (the dialog's `format`):
+/// the file's name, its text and what it holds in words; why it cannot be written
+/// now; `None` for a format that is no such table.
+fn shown_table_csv(
+    app: &App,
+    format: &str,
+) -> Option<Result<(String, String, String), &'static str>> {
+    const NO_DEVICE: &str = "open a device first";
+    // The settings and the state come with the device's first answers.
+    let not_yet = if app.active.is_some() {
+        "the shown device is still loading"
+    } else {
+        NO_DEVICE
+    };
+    let device = |suffix: &str| format!("{}-{suffix}.csv", base_name(app));
+    Some(match format {
+        "settings-csv" => crate::lenses::settings_csv(app)
+            .map(|(text, n)| {
+                let what = counted(n as u64, "setting", "settings");
+                (device("allocator-settings"), text, what)
+            })
+            .ok_or(not_yet),
+        "roundup-csv" => crate::lenses::roundup_csv(app)
+            .map(|(text, n)| {
+                let what = counted(n as u64, "size interval", "size intervals");
+                (device("roundup-power2-divisions"), text, what)
+            })
+            .ok_or(not_yet),
+        "state-csv" => crate::lenses::state_csv(app)
+            .map(|(moment, text, n)| {
+                let what = format!(
+                    "{} at moment {}",
+                    counted(n as u64, "segment", "segments"),
+                    memscope_snapshot::units::format_count(u64::from(moment))
+                );
+                (
+                    device(&format!("allocator-state-moment{moment}")),
+                    text,
+                    what,
+                )
+            })
+            .ok_or(not_yet),
+        "whatif-csv" if app.active.is_none() => Err(NO_DEVICE),
+        "whatif-csv" => crate::lenses::whatif_csv(app).map(|(text, n)| {
+            let what = counted(n as u64, "configuration", "configurations");
+            (device("what-if"), text, what)
+        }),
+        "ranks-csv" => crate::fleet::overview_csv(app)
+            .map(|(text, n)| {
+                let what = counted(n as u64, "rank row", "rank rows");
+                ("memscope-ranks.csv".to_owned(), text, what)
+            })
+            .ok_or("no rank is loaded yet"),
+        "compare-csv" => crate::fleet::compare_csv(app)
+            .map(|(stem, text, n)| {
+                let what = counted(n as u64, "call site", "call sites");
+                (format!("{stem}-compare-sites.csv"), text, what)
+            })
+            .ok_or("compare two ranks first (All ranks, Compare two ranks)"),
+        _ => return None,
+    })
+}
+
 /// Runs the export chosen in the dialog.
 fn export(app: &crate::app::Shared) {
     let format = selected_format();
@@ -316,21 +382,25 @@ fn export(app: &crate::app::Shared) {
     let result = match format.as_str() {
         "svg" => export_figure(&app_ref, false, size),
         "png" => export_figure(&app_ref, true, size),
-        "csv" => {
+        "csv" | "json" => {
             let n = summaries(&app_ref).len();
+            let (name, mime, text) = if format == "csv" {
+                (
+                    "memscope-summaries.csv",
+                    "text/csv",
+                    summaries_csv(&app_ref),
+                )
+            } else {
+                (
+                    "memscope-summaries.jsonl",
+                    "application/json",
+                    summaries_json(&app_ref),
+                )
+            };
             download_text(
-                "memscope-summaries.csv",
-                "text/csv",
-                summaries_csv(&app_ref),
-                &counted(n as u64, "rank summary", "rank summaries"),
-            )
-        }
-        "json" => {
-            let n = summaries(&app_ref).len();
-            download_text(
-                "memscope-summaries.jsonl",
-                "application/json",
-                summaries_json(&app_ref),
+                name,
+                mime,
+                text,
                 &counted(n as u64, "rank summary", "rank summaries"),
             )
         }
@@ -354,7 +424,11 @@ fn export(app: &crate::app::Shared) {
             }
             _ => Err(JsValue::from_str("open a device first")),
         },
-        other => Err(JsValue::from_str(&format!("unknown export {other:?}"))),
+        other => match shown_table_csv(&app_ref, other) {
+            Some(Ok((name, text, what))) => download_text(&name, "text/csv", text, &what),
+            Some(Err(why)) => Err(JsValue::from_str(why)),
+            None => Err(JsValue::from_str(&format!("unknown export {other:?}"))),
+        },
     };
     if let Err(e) = result {
         set_status(&format!(

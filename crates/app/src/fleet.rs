@@ -33,10 +33,12 @@ mod heat;
 mod lanes;
 mod overview;
 
+pub use compare::csv as compare_csv;
 pub use compare::figure as compare_figure;
 pub use filed::{is_report_file, open as open_report};
 pub use grid::figure as grid_figure;
 pub use heat::figure as heat_figure;
+pub use overview::csv as overview_csv;
 pub use overview::figure as overview_figure;
 
 use std::collections::BTreeMap;

@@ -43,6 +43,10 @@ pub use state_panel::segment_chosen;
 
 pub use flame::figure as flame_figure;
 pub use rows::figure as rows_figure;
+pub use settings::csv as settings_csv;
+pub use settings::roundup_csv;
+pub use state_panel::csv as state_csv;
+pub use whatif::csv as whatif_csv;
 
 use std::collections::HashSet;
 use std::rc::Rc;

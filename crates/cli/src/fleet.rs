@@ -427,16 +427,6 @@ pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> io::Result<bool> {
     Ok(loaded.errors.is_empty())
 }
 
-fn change_name(c: Change) -> &'static str {
-    match c {
-        Change::Added => "added",
-        Change::Removed => "removed",
-        Change::Grown => "grown",
-        Change::Shrunk => "shrunk",
-        Change::Same => "same",
-    }
-}
-
 fn print_comparison(out: &mut impl Write, cmp: &Comparison, top: usize) -> io::Result<()> {
     for (tag, side) in [("A", &cmp.a), ("B", &cmp.b)] {
         writeln!(
@@ -460,7 +450,7 @@ fn print_comparison(out: &mut impl Write, cmp: &Comparison, top: usize) -> io::R
         .take(top)
         .map(|r| {
             vec![
-                change_name(r.change).to_owned(),
+                r.change.name().to_owned(),
                 format_signed_bytes(i128::from(r.delta_bytes)),
                 format_bytes(r.a.bytes_at_peak),
                 format_bytes(r.b.bytes_at_peak),

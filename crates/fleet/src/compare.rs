@@ -100,6 +100,19 @@ pub enum Change {
     Same,
 }
 
+impl Change {
+    /// `added`, `removed`, `grown`, `shrunk` or `same` (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Removed => "removed",
+            Change::Grown => "grown",
+            Change::Shrunk => "shrunk",
+            Change::Same => "same",
+        }
+    }
+}
+
 /// One side of a site row.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteSide {

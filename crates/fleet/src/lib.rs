@@ -23,6 +23,7 @@
 //!   ([`anomaly`]); ranks whose iteration floor keeps growing ([`FloorGrowth`]).
 //! - [`PhaseLanes`]: `external_annotations` START/END paired into intervals on one time
 //!   axis ([`phases`](mod@phases)).
+//! - [`csv`](mod@csv): the overview and the comparison by call site as CSV.
 //!
 //! [`FleetReport`] runs the per-rank parts rank by rank (a snapshot can be dropped once
 //! its [`RankReport`] is made) and then the cross-rank parts.
@@ -60,6 +61,7 @@
 pub mod anomaly;
 pub mod compare;
 pub mod config;
+pub mod csv;
 pub mod heatmap;
 pub mod iterations;
 pub mod overview;

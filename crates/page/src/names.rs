@@ -29,6 +29,12 @@ pub fn download_stem(path: &str, device: i32) -> String {
     format!("{out}-device{device}")
 }
 
+/// The stem of a download about two (file, device) sides compared, A then B:
+/// `{A}-vs-{B}`, each as [`download_stem`] names it.
+pub fn compare_stem(a: (&str, i32), b: (&str, i32)) -> String {
+    format!("{}-vs-{}", download_stem(a.0, a.1), download_stem(b.0, b.1))
+}
+
 fn strip_suffix_ci<'a>(text: &'a str, suffix: &str) -> Option<&'a str> {
     let cut = text.len().checked_sub(suffix.len())?;
     let (head, tail) = (text.get(..cut)?, text.get(cut..)?);
@@ -63,6 +69,18 @@ mod tests {
         // A name that is only an extension keeps it rather than becoming empty.
         assert_eq!(download_stem(".pickle", 0), ".pickle-device0");
         assert_eq!(download_stem("", 0), "memscope-device0");
+    }
+
+    #[test]
+    fn a_comparison_names_both_sides_in_order() {
+        assert_eq!(
+            compare_stem(("tp2_pp1/rank0.pickle", 0), ("tp2_pp2/rank0.pickle", 1)),
+            "tp2_pp1_rank0-device0-vs-tp2_pp2_rank0-device1"
+        );
+        assert_ne!(
+            compare_stem(("a/rank0.pickle", 0), ("b/rank0.pickle", 0)),
+            compare_stem(("b/rank0.pickle", 0), ("a/rank0.pickle", 0))
+        );
     }
 
     /// Distinct paths of one folder depth give distinct stems (the rule only joins

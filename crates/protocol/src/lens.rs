@@ -7,6 +7,11 @@
 //! instances as [`StripBuf`]s (typed arrays posted with a transfer list: moved, not
 //! copied), as the memory timeline's strips are. Moments are as in
 //! `memscope_analysis` (moment `k + 1` is the state after trace entry `k`).
+//!
+//! Every lens is one line of the `lenses!` list below (`Name(Query) => Answer;`),
+//! which declares its question, its answer and their common kind at once; the worker
+//! answers it in one arm (`memscope_worker`'s `lens::handle`) and the page shows it in
+//! one arm (`memscope_app`'s `lenses::handle`). ARCHITECTURE.md walks through adding one.
 
 use js_sys::Uint32Array;
 use serde::{Deserialize, Serialize};
@@ -25,6 +30,171 @@ use memscope_render::{
 pub use memscope_snapshot::At;
 
 use crate::StripBuf;
+
+/// Declares every lens from one list. A lens is one line, `Name(Query) => Answer;`
+/// (the question may also be a bare `Name` or `Name { fields }`), which makes:
+/// - the question `LensRequest::Name(Query)`,
+/// - the answer `LensResponse::Name(Answer)`,
+/// - the kind `LensKind::Name`, which both map to ([`LensRequest::kind`],
+///   [`LensResponse::kind`]): the page keeps one question of each kind in flight and
+///   pairs an answer with its question by it.
+///
+/// On the wire a message is its variant's name with its payload (serde's external
+/// tagging), so the question and the answer of a lens carry the same name.
+macro_rules! lenses {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident $(($query:ty))? $({ $($fields:tt)* })? => $answer:ty;
+    )*) => {
+        /// A lens question about one device.
+        #[derive(Serialize, Deserialize)]
+        pub enum LensRequest {
+            $(
+                $(#[doc = $doc])*
+                $name $(($query))? $({ $($fields)* })?,
+            )*
+        }
+
+        /// A lens answer about one device: the variant named as its question's.
+        #[derive(Serialize, Deserialize)]
+        pub enum LensResponse {
+            $(
+                #[doc = concat!("The answer to [`LensRequest::", stringify!($name), "`].")]
+                $name($answer),
+            )*
+        }
+
+        /// The kind of a lens question and of its answer: the page keeps at most one
+        /// question of each kind in flight per device, and pairs an answer with its
+        /// question by it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum LensKind {
+            $(
+                #[doc = concat!("[`LensRequest::", stringify!($name), "`].")]
+                $name,
+            )*
+        }
+
+        impl LensKind {
+            /// Every kind, in the order declared.
+            pub const ALL: &'static [LensKind] = &[$(LensKind::$name),*];
+
+            /// Its name: the name of its question's and its answer's variant on the wire.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(LensKind::$name => stringify!($name),)*
+                }
+            }
+        }
+
+        impl LensRequest {
+            /// Its kind.
+            pub fn kind(&self) -> LensKind {
+                match self {
+                    $(LensRequest::$name { .. } => LensKind::$name,)*
+                }
+            }
+        }
+
+        impl LensResponse {
+            /// The kind of the question it answers.
+            pub fn kind(&self) -> LensKind {
+                match self {
+                    $(LensResponse::$name(_) => LensKind::$name,)*
+                }
+            }
+        }
+    };
+}
+
+lenses! {
+    /// The allocator settings, with units.
+    Settings => AllocatorSettings;
+    /// What every lens needs up front.
+    Overview => Box<LensOverview>;
+    /// The allocator at a moment.
+    Moment(At) => Box<MomentAnswer>;
+    /// Rows of the event list.
+    Events {
+        /// First row.
+        first: u32,
+        /// How many.
+        count: u32,
+    } => EventsAnswer;
+    /// A page of the top-allocations table.
+    Table {
+        /// Sort key.
+        key: SortKey,
+        /// Direction.
+        direction: Direction,
+        /// Frame text filter.
+        filter: String,
+        /// First row.
+        first: u64,
+        /// How many.
+        count: u32,
+    } => TableAnswer;
+    /// Find allocations by address (`0x…`), size or frame text.
+    Search {
+        /// The text (an `addr:`, `size:` or `frame:` prefix forces the kind).
+        text: String,
+    } => SearchAnswer;
+    /// Aggregates over a range of the timeline.
+    Range {
+        /// The axis of the x values.
+        axis: Axis,
+        /// One end.
+        x0: f64,
+        /// The other.
+        x1: f64,
+    } => RangeAnswer;
+    /// Where an allocation lives.
+    Reveal {
+        /// The allocation.
+        id: u32,
+    } => RevealAnswer;
+    /// The flame graph.
+    Flame(FlameQuery) => Box<FlameAnswer>;
+    /// One flame node (answered `None` when the tree changed).
+    FlameInfo {
+        /// The node.
+        node: u32,
+        /// The generation it belongs to.
+        generation: u32,
+        /// The query the tree was built for.
+        query: FlameQuery,
+    } => Option<FlameNodeInfo>;
+    /// The call-site lanes.
+    Lanes {
+        /// Rows and x range.
+        view: RowsView,
+        /// The selected allocation.
+        selected: u32,
+    } => LanesAnswer;
+    /// A lane's allocations under the cursor (in the last lanes layout).
+    LaneHit {
+        /// The row.
+        row: u32,
+        /// x, axis units.
+        x: f64,
+    } => LaneHitAnswer;
+    /// The segment timeline.
+    Segments {
+        /// Rows and x range.
+        view: RowsView,
+        /// The selected allocation (its row is expanded).
+        selected: u32,
+    } => SegmentsAnswer;
+    /// The private pools.
+    Pools {
+        /// x range and width (rows unused but their height).
+        view: RowsView,
+    } => PoolsAnswer;
+    /// The trace replayed through the caching allocator under other settings.
+    WhatIf(WhatIfQuery) => Box<WhatIfAnswer>;
+    /// A whole table as CSV, for a download.
+    Csv(CsvTable) => CsvAnswer;
+}
 
 /// What the flame graph weighs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -413,97 +583,6 @@ pub struct PoolsAnswer {
     pub worker_ms: f64,
 }
 
-/// A lens question about one device.
-#[derive(Serialize, Deserialize)]
-pub enum LensRequest {
-    /// The allocator settings, with units.
-    Settings,
-    /// What every lens needs up front.
-    Overview,
-    /// The allocator at a moment.
-    Moment(At),
-    /// Rows of the event list.
-    Events {
-        /// First row.
-        first: u32,
-        /// How many.
-        count: u32,
-    },
-    /// A page of the top-allocations table.
-    Table {
-        /// Sort key.
-        key: SortKey,
-        /// Direction.
-        direction: Direction,
-        /// Frame text filter.
-        filter: String,
-        /// First row.
-        first: u64,
-        /// How many.
-        count: u32,
-    },
-    /// Find allocations by address (`0x…`), size or frame text.
-    Search {
-        /// The text (an `addr:`, `size:` or `frame:` prefix forces the kind).
-        text: String,
-    },
-    /// Aggregates over a range of the timeline.
-    Range {
-        /// The axis of the x values.
-        axis: Axis,
-        /// One end.
-        x0: f64,
-        /// The other.
-        x1: f64,
-    },
-    /// Where an allocation lives.
-    Reveal {
-        /// The allocation.
-        id: u32,
-    },
-    /// The flame graph.
-    Flame(FlameQuery),
-    /// One flame node.
-    FlameInfo {
-        /// The node.
-        node: u32,
-        /// The generation it belongs to.
-        generation: u32,
-        /// The query the tree was built for.
-        query: FlameQuery,
-    },
-    /// The call-site lanes.
-    Lanes {
-        /// Rows and x range.
-        view: RowsView,
-        /// The selected allocation.
-        selected: u32,
-    },
-    /// A lane's allocations under the cursor (in the last lanes layout).
-    LaneHit {
-        /// The row.
-        row: u32,
-        /// x, axis units.
-        x: f64,
-    },
-    /// The segment timeline.
-    Segments {
-        /// Rows and x range.
-        view: RowsView,
-        /// The selected allocation (its row is expanded).
-        selected: u32,
-    },
-    /// The private pools.
-    Pools {
-        /// x range and width (rows unused but their height).
-        view: RowsView,
-    },
-    /// The trace replayed through the caching allocator under other settings.
-    WhatIf(WhatIfQuery),
-    /// A whole table as CSV, for a download.
-    Csv(CsvTable),
-}
-
 /// A table of one device to write whole as CSV (`memscope_analysis::csv`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum CsvTable {
@@ -529,43 +608,6 @@ pub struct CsvAnswer {
     pub rows: u64,
     /// The CSV document.
     pub text: String,
-}
-
-/// A lens answer about one device.
-#[derive(Serialize, Deserialize)]
-pub enum LensResponse {
-    /// The allocator settings, with units.
-    Settings(AllocatorSettings),
-    /// What every lens needs up front.
-    Overview(Box<LensOverview>),
-    /// The allocator at a moment.
-    Moment(Box<MomentAnswer>),
-    /// Rows of the event list.
-    Events(EventsAnswer),
-    /// A page of the table.
-    Table(TableAnswer),
-    /// Search matches.
-    Search(SearchAnswer),
-    /// Range aggregates.
-    Range(RangeAnswer),
-    /// Where an allocation lives.
-    Reveal(RevealAnswer),
-    /// The flame graph.
-    Flame(Box<FlameAnswer>),
-    /// One flame node (`None`: the tree changed).
-    FlameInfo(Option<FlameNodeInfo>),
-    /// The lanes.
-    Lanes(LanesAnswer),
-    /// A lane's allocations under the cursor.
-    LaneHit(LaneHitAnswer),
-    /// The segments.
-    Segments(SegmentsAnswer),
-    /// The pools.
-    Pools(PoolsAnswer),
-    /// The what-if table and predicted curves.
-    WhatIf(Box<WhatIfAnswer>),
-    /// A table as CSV.
-    Csv(CsvAnswer),
 }
 
 /// A what-if question (`memscope simulate` on the page): rows for the recorded settings
@@ -634,88 +676,57 @@ pub struct WhatIfAnswer {
     pub worker_ms: f64,
 }
 
-/// The kind of a lens question and of its answer: the page keeps at most one question
-/// of each kind in flight per device, and pairs an answer with its question by it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LensKind {
-    /// [`LensRequest::Settings`].
-    Settings,
-    /// [`LensRequest::Overview`].
-    Overview,
-    /// [`LensRequest::Moment`].
-    Moment,
-    /// [`LensRequest::Events`].
-    Events,
-    /// [`LensRequest::Table`].
-    Table,
-    /// [`LensRequest::Search`].
-    Search,
-    /// [`LensRequest::Range`].
-    Range,
-    /// [`LensRequest::Reveal`].
-    Reveal,
-    /// [`LensRequest::Flame`].
-    Flame,
-    /// [`LensRequest::FlameInfo`].
-    FlameInfo,
-    /// [`LensRequest::Lanes`].
-    Lanes,
-    /// [`LensRequest::LaneHit`].
-    LaneHit,
-    /// [`LensRequest::Segments`].
-    Segments,
-    /// [`LensRequest::Pools`].
-    Pools,
-    /// [`LensRequest::WhatIf`].
-    WhatIf,
-    /// [`LensRequest::Csv`].
-    Csv,
-}
+/// The columns of [`whatif_csv`].
+pub const WHATIF_HEADER: [&str; 14] = [
+    "config",
+    "capacity",
+    "peak_reserved_bytes",
+    "peak_after_first_oom",
+    "vs_recorded_bytes",
+    "cached_at_peak_bytes",
+    "ooms",
+    "start_over_capacity",
+    "initial_reserved_bytes",
+    "first_oom_entry",
+    "first_oom_requested_bytes",
+    "first_oom_reserved_bytes",
+    "first_oom_cached_bytes",
+    "first_oom_largest_free_bytes",
+];
 
-impl LensRequest {
-    /// Its kind.
-    pub fn kind(&self) -> LensKind {
-        match self {
-            LensRequest::Settings => LensKind::Settings,
-            LensRequest::Overview => LensKind::Overview,
-            LensRequest::Moment(_) => LensKind::Moment,
-            LensRequest::Events { .. } => LensKind::Events,
-            LensRequest::Table { .. } => LensKind::Table,
-            LensRequest::Search { .. } => LensKind::Search,
-            LensRequest::Range { .. } => LensKind::Range,
-            LensRequest::Reveal { .. } => LensKind::Reveal,
-            LensRequest::Flame(_) => LensKind::Flame,
-            LensRequest::FlameInfo { .. } => LensKind::FlameInfo,
-            LensRequest::Lanes { .. } => LensKind::Lanes,
-            LensRequest::LaneHit { .. } => LensKind::LaneHit,
-            LensRequest::Segments { .. } => LensKind::Segments,
-            LensRequest::Pools { .. } => LensKind::Pools,
-            LensRequest::WhatIf(_) => LensKind::WhatIf,
-            LensRequest::Csv(_) => LensKind::Csv,
-        }
-    }
-}
-
-impl LensResponse {
-    /// The kind of the question it answers.
-    pub fn kind(&self) -> LensKind {
-        match self {
-            LensResponse::Settings(_) => LensKind::Settings,
-            LensResponse::Overview(_) => LensKind::Overview,
-            LensResponse::Moment(_) => LensKind::Moment,
-            LensResponse::Events(_) => LensKind::Events,
-            LensResponse::Table(_) => LensKind::Table,
-            LensResponse::Search(_) => LensKind::Search,
-            LensResponse::Range(_) => LensKind::Range,
-            LensResponse::Reveal(_) => LensKind::Reveal,
-            LensResponse::Flame(_) => LensKind::Flame,
-            LensResponse::FlameInfo(_) => LensKind::FlameInfo,
-            LensResponse::Lanes(_) => LensKind::Lanes,
-            LensResponse::LaneHit(_) => LensKind::LaneHit,
-            LensResponse::Segments(_) => LensKind::Segments,
-            LensResponse::Pools(_) => LensKind::Pools,
-            LensResponse::WhatIf(_) => LensKind::WhatIf,
-            LensResponse::Csv(_) => LensKind::Csv,
-        }
-    }
+/// The what-if table as CSV (`memscope_analysis::csv`'s writer), as the settings tab
+/// shows it: one row per configuration, the recorded one first; `capacity` as written
+/// in the question (empty: unlimited); the peak's difference from the recorded row's
+/// (empty on that row); the first predicted OOM's figures (empty: none).
+pub fn whatif_csv(capacity: &str, rows: &[WhatIfRow]) -> String {
+    use memscope_analysis::csv::optional;
+    let recorded = rows.first().map_or(0, |r| r.peak_reserved_bytes);
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let oom = r.first_oom.as_ref();
+            vec![
+                r.config.clone(),
+                capacity.to_owned(),
+                r.peak_reserved_bytes.to_string(),
+                r.peak_after_first_oom.to_string(),
+                if i == 0 {
+                    String::new()
+                } else {
+                    (i128::from(r.peak_reserved_bytes) - i128::from(recorded)).to_string()
+                },
+                r.cached_at_peak_bytes.to_string(),
+                r.ooms.to_string(),
+                r.start_over_capacity.to_string(),
+                r.initial_reserved_bytes.to_string(),
+                optional(oom.map(|o| u64::from(o.entry))),
+                optional(oom.map(|o| o.requested_bytes)),
+                optional(oom.map(|o| o.reserved_bytes)),
+                optional(oom.map(|o| o.cached_bytes)),
+                optional(oom.map(|o| o.largest_free_bytes)),
+            ]
+        })
+        .collect();
+    memscope_analysis::csv::document(&WHATIF_HEADER, &lines)
 }

@@ -685,6 +685,28 @@ pub fn run(app: &mut App) {
     }
 }
 
+/// The comparison's rows as the table shows them (sorted; unchanged sites left out
+/// when hidden; those past "Show all" too) as CSV (`memscope_fleet::csv`): the
+/// download's stem (`A-vs-B`, by each side's path), the text and how many rows.
+pub fn csv(app: &App) -> Option<(String, String, usize)> {
+    let s = &app.fleet.compare;
+    let cmp = s.run.as_ref()?.result.as_ref()?;
+    let rows: Vec<&SiteDiff> = cmp
+        .sites
+        .iter()
+        .filter(|r| !s.hide_same || r.change != Change::Same)
+        .collect();
+    let stem = memscope_page::names::compare_stem(
+        (&cmp.a.id.path, cmp.a.id.device),
+        (&cmp.b.id.path, cmp.b.id.device),
+    );
+    Some((
+        stem,
+        memscope_fleet::csv::sites_csv(rows.iter().copied()),
+        rows.len(),
+    ))
+}
+
 /// Whether a comparison on its way waits on rank `key`'s worker.
 pub fn waits_on(app: &App, key: u32) -> bool {
     app.fleet.compare.run.as_ref().is_some_and(|r| {

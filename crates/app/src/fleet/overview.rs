@@ -195,6 +195,15 @@ fn order(app: &App, rows: &[RankRow]) -> (Vec<usize>, Col) {
     (order, bar_col)
 }
 
+/// Every row of the table in the order shown (those past "Show all" too) as CSV, and
+/// how many (`memscope_fleet::csv`).
+pub fn csv(app: &App) -> Option<(String, usize)> {
+    let rows = &app.fleet.combined.as_ref()?.report.overview.rows;
+    let (order, _) = order(app, rows);
+    let text = memscope_fleet::csv::overview_csv(order.iter().map(|&i| &rows[i]));
+    Some((text, order.len()))
+}
+
 /// The bars as shown (order, column, outliers), as an SVG figure.
 pub fn figure(app: &App, style: &Style, size: Size) -> Option<String> {
     let c = app.fleet.combined.as_ref()?;

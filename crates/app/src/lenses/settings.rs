@@ -140,6 +140,28 @@ pub fn render(app: &mut App) {
     }
 }
 
+/// The settings as the tab lists them, as CSV
+/// (`memscope_analysis::csv::settings_csv`), and how many.
+pub fn csv(app: &App) -> Option<(String, usize)> {
+    let settings = &app.lenses.overview.as_ref()?.settings;
+    Some((
+        memscope_analysis::csv::settings_csv(settings),
+        settings.rows.len(),
+    ))
+}
+
+/// The `roundup_power2_divisions` table as the tab shows it, as CSV
+/// (`memscope_analysis::csv::roundup_csv`), and how many rows.
+pub fn roundup_csv(app: &App) -> Option<(String, usize)> {
+    let rows = &app
+        .lenses
+        .overview
+        .as_ref()?
+        .settings
+        .roundup_power2_divisions;
+    Some((memscope_analysis::csv::roundup_csv(rows), rows.len()))
+}
+
 /// Marks the OOM events on the memory timeline.
 pub fn place_ooms(app: &App) {
     let layer: HtmlElement = by_id("oom-marks");

@@ -106,10 +106,16 @@ pub fn render(app: &mut App) {
         panel.blocks.fill(0, &[]);
         panel.point.fill(0, &[]);
         attr(&panel.root, "data-moment", "");
+        attr(&panel.root, "data-segments", "");
         return;
     };
     let t = &m.state.totals;
     attr(&panel.root, "data-moment", &m.moment.to_string());
+    attr(
+        &panel.root,
+        "data-segments",
+        &m.state.segments.len().to_string(),
+    );
     let when = match m.time_us {
         Some(us) => format_duration_us(us),
         None => format!("moment {}", m.moment),
@@ -307,6 +313,14 @@ fn site_label(app: &App, site: u32) -> String {
         .as_ref()
         .and_then(|o| o.sites.get(site as usize))
         .map_or_else(|| NO_STACK_LABEL.to_owned(), |s| s.label.clone())
+}
+
+/// The segments at the moment as the panel lists them, as CSV
+/// (`memscope_analysis::csv::state_csv`): the moment, the text and how many segments.
+pub fn csv(app: &App) -> Option<(u32, String, usize)> {
+    let m = app.lenses.moment.as_ref()?;
+    let text = memscope_analysis::csv::state_csv(&m.state, |site| site_label(app, site));
+    Some((m.moment, text, m.state.segments.len()))
 }
 
 /// Re-renders the visible rows of the three lists.

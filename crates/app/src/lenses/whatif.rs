@@ -7,7 +7,7 @@
 //! The first answer is asked for when the settings tab is first shown (the standard
 //! what-ifs, no capacity); the form asks again with a capacity and rows of settings.
 
-use memscope_protocol::lens::{LensRequest, WhatIfAnswer, WhatIfQuery, WhatIfRow};
+use memscope_protocol::lens::{whatif_csv, LensRequest, WhatIfAnswer, WhatIfQuery, WhatIfRow};
 use memscope_protocol::Axis;
 use memscope_snapshot::units::{format_bytes, format_count, format_signed_bytes};
 use wasm_bindgen::JsCast;
@@ -246,6 +246,21 @@ pub fn render(app: &mut App) {
     if past_oom {
         append(&body, &el_text("p", "hint", &format!("* {PAST_OOM}")));
     }
+}
+
+/// The what-if table as shown, as CSV (`memscope_protocol::lens::whatif_csv`), and
+/// how many rows; why not, when there is no table to write.
+pub fn csv(app: &App) -> Result<(String, usize), &'static str> {
+    let a = app
+        .lenses
+        .whatif
+        .answer
+        .as_ref()
+        .ok_or("replay the what-if table first (the Settings tab)")?;
+    if a.error.is_some() {
+        return Err("the what-if settings could not be read");
+    }
+    Ok((whatif_csv(&a.query.capacity, &a.rows), a.rows.len()))
 }
 
 /// What a peak after the first OOM means.
