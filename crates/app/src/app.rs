@@ -232,10 +232,14 @@ impl App {
             self.workers_refused();
             return;
         }
+        // A rank opened again goes first: someone is waiting to see it.
+        let reopening = crate::memory::reopening(self);
+        let queued = |r: &Rank| matches!(r.state, RankState::Queued);
         while let Some(i) = self
             .ranks
             .iter()
-            .position(|r| matches!(r.state, RankState::Queued))
+            .position(|r| queued(r) && Some(r.key) == reopening)
+            .or_else(|| self.ranks.iter().position(queued))
         {
             let Some(slot) = self.pool.free_slot() else {
                 break;
