@@ -154,12 +154,28 @@ async function ranksRun(server, files) {
     // until its strips are drawn.
     const opens = [];
     const step = Math.max(1, Math.floor(dropped.length / OPEN_SAMPLES));
+    // The page's main thread's own busy time during each open (Chromium's cumulative
+    // task, script, layout and style durations, in s), to tell the page's work from the
+    // worker's and from waiting for a core.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Performance.enable');
+    const busy = async () => {
+      const { metrics } = await cdp.send('Performance.getMetrics');
+      const m = Object.fromEntries(metrics.map((x) => [x.name, x.value]));
+      return { task: m.TaskDuration, script: m.ScriptDuration, layout: m.LayoutDuration + m.RecalcStyleDuration };
+    };
     for (const key of dropped.filter((_, i) => i % step === 0).slice(0, OPEN_SAMPLES)) {
+      const before = await busy();
       const o = await page.evaluate(async (k) => {
         const card = document.querySelector(`.rank-card[data-key="${k}"]`);
         const t0 = performance.now();
         const drawn = () =>
           document.body.dataset.device === `${k}:0` && card.dataset.held === 'true' && window.memscope.stats().settled;
+        // Each time strips are taken for the timeline (its `data-layout-ms` is set).
+        const taken = [];
+        const canvas = document.getElementById('canvas');
+        const watch = new MutationObserver(() => taken.push(performance.now() - t0));
+        watch.observe(canvas, { attributes: true, attributeFilter: ['data-layout-ms'] });
         card.querySelector('.device').click();
         const end = await new Promise((resolve, reject) => {
           const give = setTimeout(() => reject(new Error(`rank ${k} not drawn in 60 s`)), 60000);
@@ -170,7 +186,16 @@ async function ranksRun(server, files) {
             } else requestAnimationFrame(frame);
           };
           requestAnimationFrame(frame);
+          // The frame that draws strips writes body[data-status]: checked right then.
+          new MutationObserver((_, obs) => {
+            if (drawn()) {
+              obs.disconnect();
+              clearTimeout(give);
+              resolve(performance.now());
+            }
+          }).observe(document.body, { attributes: true, attributeFilter: ['data-status'] });
         });
+        watch.disconnect();
         const first = (name) => performance.getEntriesByName(name).find((m) => m.startTime >= t0)?.startTime;
         const sent = first('memscope:sent');
         const received = first('memscope:loaded-received');
@@ -179,9 +204,16 @@ async function ranksRun(server, files) {
           sent_ms: sent === undefined ? null : sent - t0,
           received_ms: received === undefined ? null : received - t0,
           timings: card.dataset.timings ?? '',
-          layout_ms: Number(document.getElementById('canvas')?.dataset.layoutMs ?? NaN),
+          layout_ms: Number(canvas.dataset.layoutMs ?? NaN),
+          strips_ms: taken,
         };
       }, key);
+      const after = await busy();
+      o.page_busy_ms = {
+        task: (after.task - before.task) * 1000,
+        script: (after.script - before.script) * 1000,
+        layout: (after.layout - before.layout) * 1000,
+      };
       const name = await page.getAttribute(`.rank-card[data-key="${key}"]`, 'data-file').catch(() => null);
       const peakShown = Number(await page.getAttribute(`.rank-card[data-key="${key}"] .device`, 'data-peak-allocated-bytes'));
       opens.push({ key, name, peakShown, ...o });
@@ -305,7 +337,8 @@ for (const o of r.opens) {
   const ok = o.peakExpected === undefined ? '' : o.peakShown === o.peakExpected ? ' peak = CLI' : ` PEAK ${o.peakShown} ≠ CLI ${o.peakExpected}`;
   console.log(
     `  open dropped rank ${o.name ?? o.key}: ${ms(o.ms)} ms (target ≤ 1000)${ok}: sent at ${ms(o.sent_ms)} ms; ` +
-      `worker ${o.timings}; Loaded in the page at ${ms(o.received_ms)} ms; then ${ms(o.ms - o.received_ms)} ms to drawn (layout ${o.layout_ms.toFixed(1)} ms)`,
+      `worker ${o.timings}; Loaded in the page at ${ms(o.received_ms)} ms; strips taken at ${o.strips_ms.map(ms).join(', ')} ms (last layout ${o.layout_ms.toFixed(1)} ms); drawn at ${ms(o.ms)} ms; ` +
+      `page main thread busy ${ms(o.page_busy_ms.task)} ms (script ${ms(o.page_busy_ms.script)}, style and layout ${ms(o.page_busy_ms.layout)})`,
   );
 }
 if (r.opens.length > 0) {
