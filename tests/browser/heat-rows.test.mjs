@@ -131,6 +131,24 @@ test('600 report-only ranks: bounded rows while scrolling, sorting and grouping;
       return c.getBoundingClientRect().top - first;
     });
     assert.ok(Math.abs(offset) < 1, `canvas ${offset} px off its labels`);
+    // The readout over a cell names the row drawn there (the canvas holds the drawn
+    // rows only): checked at the middle of rows in sight.
+    const cx = await page.$eval('#heat-canvas', (c) => {
+      const r = c.getBoundingClientRect();
+      return r.left + r.width / 2;
+    });
+    const sight = await page.$$eval('#heat-labels .heat-label', (ls) => {
+      const box = document.getElementById('heat-scroll').getBoundingClientRect();
+      return ls
+        .map((l) => ({ r: l.getBoundingClientRect(), name: l.querySelector('.heat-name').firstChild.textContent }))
+        .filter(({ r }) => r.top >= box.top && r.bottom <= box.bottom)
+        .map(({ r, name }) => ({ y: r.top + r.height / 2, name }));
+    });
+    assert.ok(sight.length >= 10, `${sight.length} rows in sight`);
+    for (const l of [sight[0], sight[Math.floor(sight.length / 2)], sight[sight.length - 1]]) {
+      await page.mouse.move(cx, l.y);
+      assert.equal((await page.textContent('#heat-hover')).split('\n')[0], l.name);
+    }
 
     // Sorted by peak: the largest factor first; at the end, the smallest.
     const byPeak = [...Array(RANKS).keys()].sort((a, b) => factor(b) - factor(a));
