@@ -247,7 +247,7 @@ impl App {
             let (w, h) = self
                 .timeline
                 .as_mut()
-                .map_or((1600, 600), |t| t.fit_canvas());
+                .map_or((1600, 600), |t| t.first_view_size());
             let rank = &mut self.ranks[i];
             let Some(source) = rank.source.take() else {
                 rank.state = RankState::Failed("nothing to read".to_owned());

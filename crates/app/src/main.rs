@@ -199,10 +199,9 @@ fn device_clicked(a: &mut App, e: &MouseEvent) {
         .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
         .and_then(|t| app::device_row_of(&t))
     {
-        // A device's timeline is in the rank view: shown first, so that a rank read
-        // again (its model was dropped) is laid out for the canvas's real size.
-        fleet::set_view(a, false);
         a.activate(key, device, true);
+        // A device's timeline is in the rank view.
+        fleet::set_view(a, false);
     }
 }
 
