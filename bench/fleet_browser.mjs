@@ -8,9 +8,10 @@
 //      its own jitter of clocks and sizes; 3–15 s each on this machine), hard-linked
 //      under N rank names when G < N (rank i is distinct rank i mod G), so every rank is
 //      a file of its own for the page: time until every rank is reported and the Fleet
-//      view is ready, and the browser's memory growth (resident memory of Chromium's
+//      view is ready, and the browser's memory growth (resident memory of this browser's
 //      renderer processes, which hold the page's JS heap and every worker's wasm memory:
-//      peak minus before, sampled every 50 ms), with the models held against the budget
+//      peak minus before, sampled every 50 ms; other browsers on the machine are not
+//      counted), with the models held against the budget
 //      (`?model-budget-mib=`);
 //   2. opening ranks afterwards: for each of OPEN_SAMPLES ranks whose model was dropped
 //      (`.rank-card[data-held="false"]`), a click on its device (in the page) until its
@@ -124,10 +125,10 @@ async function ranksRun(server, files) {
     await page.goto(`${server.url}${query}`);
     await page.waitForSelector('body[data-status="empty"]');
     await page.waitForTimeout(3000);
-    const baseline = rendererRss();
+    const baseline = rendererRss(b.profile);
     let peak = baseline;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, rendererRss());
+      peak = Math.max(peak, rendererRss(b.profile));
     }, 50);
     const t0 = Date.now();
     await page.setInputFiles('#file-input', files);
@@ -147,7 +148,7 @@ async function ranksRun(server, files) {
     );
     const reportedMs = Date.now() - t0;
     clearInterval(sampler);
-    peak = Math.max(peak, rendererRss());
+    peak = Math.max(peak, rendererRss(b.profile));
     const dropped = await page.$$eval('.rank-card[data-held="false"]', (c) => c.map((x) => Number(x.dataset.key)));
     const held = files.length - dropped.length;
     // Opening ranks whose models were dropped, each clicked in the page and timed there
@@ -218,7 +219,7 @@ async function ranksRun(server, files) {
       const peakShown = Number(await page.getAttribute(`.rank-card[data-key="${key}"] .device`, 'data-peak-allocated-bytes'));
       opens.push({ key, name, peakShown, ...o });
     }
-    const afterOpens = rendererRss();
+    const afterOpens = rendererRss(b.profile);
     return {
       ranks: files.length,
       bytes: files.reduce((n, f) => n + statSync(f).size, 0),
