@@ -97,6 +97,17 @@ test('600 report-only ranks: bounded rows while scrolling, sorting and grouping;
     await page.waitForSelector(`#heat-labels[data-rows="${RANKS}"]`, { timeout: 30000 });
     await page.locator('#heat-scroll').scrollIntoViewIfNeeded();
 
+    // The rows, their time axis and the phase lanes below (on the same clock) line up,
+    // whether or not the box's scrollbar takes room.
+    const edges = await page.evaluate(() =>
+      ['heat-canvas', 'heat-axis', 'lanes-canvas'].map((id) => {
+        const r = document.getElementById(id).getBoundingClientRect();
+        return [Math.round(r.left), Math.round(r.right)];
+      }),
+    );
+    assert.deepEqual(edges[1], edges[0], `axis ${edges[1]} under rows ${edges[0]}`);
+    assert.deepEqual(edges[2], edges[0], `lanes ${edges[2]} under rows ${edges[0]}`);
+
     // Rank order: the first rows are ranks 0, 1, 2…; the whole job scrolls.
     let shown = await labels(page);
     assert.deepEqual(shown.slice(0, 5).map((l) => l.rank), [0, 1, 2, 3, 4]);
