@@ -482,7 +482,7 @@ fn state_code(state: &RankState) -> u8 {
 /// as ready throughout: opening it does not recombine the fleet nor ask every worker
 /// for its heatmap rows again (which would delay the very read it waits for).
 fn signature(app: &App) -> Vec<(u32, u8)> {
-    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, 2));
+    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, READY));
     let code = |r: &crate::app::Rank| match r.state {
         RankState::Queued | RankState::Loading { .. } if app.fleet.reports.contains_key(&r.key) => {
             READY

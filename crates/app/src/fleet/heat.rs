@@ -14,8 +14,8 @@
 //! on (`memscope_fleet::node_of`), each group's first row naming it. The rows scroll in
 //! a box at most `HEAT_VIEW_ROWS` rows tall, and only the rows in sight (and
 //! `HEAT_MARGIN_ROWS` either side: `memscope_page::fleet::heat_rows_to_draw`) have a
-//! label and canvas pixels: a job of thousands of
-//! ranks costs the page as much DOM and canvas as a few dozen, whatever the order.
+//! label and canvas pixels: a job of thousands of ranks costs the page as much DOM and
+//! canvas as a few dozen, whatever the order.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -481,23 +481,19 @@ pub fn render(app: &App) {
     let axis_el: HtmlElement = by_id("heat-axis");
     let all_rows: HtmlElement = by_id("heat-rows");
     clear(&legend);
-    let Some((map, _)) = current(app) else {
-        clear(&axis_el);
-        style(&all_rows, "height", "0px");
-        render_rows(app);
-        return;
-    };
     // The scroll box is as tall as every row; only the rows in sight are drawn.
-    style(
-        &all_rows,
-        "height",
-        &format!("{}px", ROW_PX * map.rows.len() as f64),
-    );
+    let rows = current(app).map_or(0, |(map, _)| map.rows.len());
+    style(&all_rows, "height", &format!("{}px", ROW_PX * rows as f64));
     if let Some(frame) = all_rows.closest(".heat-frame").ok().flatten() {
         let _ = frame
             .class_list()
-            .toggle_with_force("scrolling", map.rows.len() > HEAT_VIEW_ROWS);
+            .toggle_with_force("scrolling", rows > HEAT_VIEW_ROWS);
     }
+    let Some((map, _)) = current(app) else {
+        clear(&axis_el);
+        render_rows(app);
+        return;
+    };
     // Legend: the scale from 0 to the largest value.
     append(&legend, &el_text("span", "", "0 B"));
     let bar = el("span", "heat-scale");
@@ -545,8 +541,6 @@ fn render_rows(app: &App) {
     style(&slice, "top", &format!("{}px", ROW_PX * first as f64));
     attr(&labels, "start", &(first + 1).to_string());
     attr(&labels, "data-rows", &map.rows.len().to_string());
-    attr(&labels, "data-first-row", &first.to_string());
-    attr(&labels, "data-end-row", &end.to_string());
     let by_node = app.page.fleet.by_node;
     let mut group_starts = Vec::new();
     let mut previous: Option<Option<String>> =
@@ -669,7 +663,7 @@ fn render_rows(app: &App) {
     let _ = ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&off, 0.0, 0.0, width, height);
     // Thin gaps between rows.
     ctx.set_fill_style_str("rgba(127, 127, 127, 0.35)");
-    for r in (first + 1).max(1)..end {
+    for r in first + 1..end {
         ctx.fill_rect(0.0, (r - first) as f64 * ROW_PX - 0.5, width, 1.0);
     }
     // A stronger line where a node's rows start.
