@@ -111,6 +111,7 @@ export async function browser(extraArgs = [], options = {}) {
     context,
     page,
     errors,
+    profile,
     close: async () => {
       await context.close();
       await rm(profile, { recursive: true, force: true });
@@ -187,13 +188,48 @@ export async function locate(page, id) {
   return page.evaluate((i) => window.memscope.locate(i), id);
 }
 
-/** Resident memory of Chromium's renderer processes, in bytes (for the browser benches). */
-export function rendererRss() {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+/**
+ * Resident memory of Chromium's renderer processes, in bytes (for the browser benches).
+ * Given `profile` (what `browser()` returns), only the renderers of that browser: the
+ * machine is shared, and other browsers' renderers come and go during a measurement.
+ */
+export function rendererRss(profile) {
+  const pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  const cmdline = (pid) => {
     try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const parent = (pid) => {
+    try {
+      // Field 4 of /proc/PID/stat, after the command name in parentheses.
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
+    } catch {
+      return '0';
+    }
+  };
+  const roots = new Set(
+    profile === undefined
+      ? []
+      : pids.filter((pid) => {
+          const cmd = cmdline(pid);
+          return cmd.includes(`--user-data-dir=${profile}`) && !cmd.includes('--type=');
+        }),
+  );
+  const ours = (pid) => {
+    for (let p = pid, hops = 0; p !== '0' && p !== '1' && hops < 16; p = parent(p), hops++) {
+      if (roots.has(p)) return true;
+    }
+    return false;
+  };
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const cmd = cmdline(pid);
       if (!cmd.includes('chromium') || !cmd.includes('--type=renderer')) continue;
+      if (profile !== undefined && !ours(pid)) continue;
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       total += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] || 0) * 1024;
     } catch {

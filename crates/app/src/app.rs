@@ -236,10 +236,14 @@ impl App {
             self.workers_refused();
             return;
         }
+        // A rank opened again goes first: someone is waiting to see it.
+        let reopening = crate::memory::reopening(self);
+        let queued = |r: &Rank| matches!(r.state, RankState::Queued);
         while let Some(i) = self
             .ranks
             .iter()
-            .position(|r| matches!(r.state, RankState::Queued))
+            .position(|r| queued(r) && Some(r.key) == reopening)
+            .or_else(|| self.ranks.iter().position(queued))
         {
             let Some(slot) = self.pool.free_slot() else {
                 break;
@@ -247,7 +251,7 @@ impl App {
             let (w, h) = self
                 .timeline
                 .as_mut()
-                .map_or((1600, 600), |t| t.fit_canvas());
+                .map_or((1600, 600), |t| t.first_view_size());
             let rank = &mut self.ranks[i];
             let Some(source) = rank.source.take() else {
                 rank.state = RankState::Failed("nothing to read".to_owned());

@@ -463,26 +463,38 @@ pub fn on_view_changed(app: &mut App) {
     lanes::render_rank_lane(app);
 }
 
+/// [`state_code`] of a ready rank.
+const READY: u8 = 2;
+
 fn state_code(state: &RankState) -> u8 {
     match state {
         RankState::Queued => 0,
         RankState::Loading { .. } => 1,
-        RankState::Ready(_) => 2,
+        RankState::Ready(_) => READY,
         RankState::Failed(_) => 3,
     }
 }
 
-/// Recombines the reports and redraws the fleet panels if anything changed.
-/// What the combined reports are made from: (rank key, state) of every rank.
+/// What the combined reports are made from: (rank key, state) of every rank. A rank
+/// read again because its model was dropped keeps its record and its row, so it counts
+/// as ready throughout: opening it does not recombine the fleet nor ask every worker
+/// for its heatmap rows again (which would delay the very read it waits for).
 fn signature(app: &App) -> Vec<(u32, u8)> {
-    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, 2));
+    let filed = filed::shown(app).into_iter().map(|(key, _)| (key, READY));
+    let code = |r: &crate::app::Rank| match r.state {
+        RankState::Queued | RankState::Loading { .. } if app.fleet.reports.contains_key(&r.key) => {
+            READY
+        }
+        ref state => state_code(state),
+    };
     app.ranks
         .iter()
-        .map(|r| (r.key, state_code(&r.state)))
+        .map(|r| (r.key, code(r)))
         .chain(filed)
         .collect()
 }
 
+/// Recombines the reports and redraws the fleet panels if anything changed.
 fn refresh(app: &mut App) {
     let signature = signature(app);
     if signature == app.fleet.signature {

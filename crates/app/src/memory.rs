@@ -116,6 +116,11 @@ pub fn trim(app: &mut App) {
     }
 }
 
+/// The rank being opened again, if any: its read goes before any other waiting.
+pub fn reopening(app: &App) -> Option<u32> {
+    app.held.reopen.map(|(key, _)| key)
+}
+
 /// Whether rank `key` is loaded but its model was dropped.
 pub fn is_dropped(app: &App, key: u32) -> bool {
     app.ranks
@@ -150,7 +155,17 @@ pub fn on_loaded(app: &mut App, key: u32, file_bytes: f64) {
         if k == key {
             app.held.reopen = None;
             if !crate::fleet::on_reopened(app, key) {
-                app.activate(key, device, true);
+                // The worker sends the first device's whole view unasked, right after
+                // the load: awaited rather than asked for again (a second layout).
+                let first = app
+                    .ranks
+                    .iter()
+                    .find(|r| r.key == key)
+                    .and_then(|r| match &r.state {
+                        RankState::Ready(info) => info.devices.first().map(|d| d.summary.device),
+                        _ => None,
+                    });
+                app.activate(key, device, first != Some(device));
             }
         }
     }

@@ -148,6 +148,16 @@ impl TimelinePane {
         (w, h)
     }
 
+    /// The size to lay a file's first view out for: the canvas's, or while it is hidden
+    /// (the Fleet view is shown, e.g. a dropped rank opened from there) the size it had
+    /// when last shown, rather than a pixel that is laid out again once shown.
+    pub fn first_view_size(&mut self) -> (u32, u32) {
+        if self.canvas.client_width() == 0 && self.size_px.0 > 1 {
+            return self.size_px;
+        }
+        self.fit_canvas()
+    }
+
     /// What the worker lays out for `window` on this canvas.
     pub fn layout_view(&self, window: &Window) -> View {
         View {

@@ -5,6 +5,8 @@
 //! workers sent) stays with the page's fleet view in `crates/app`: this is the state a
 //! user sets.
 
+use std::ops::Range;
+
 /// A column of the overview.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OverviewCol {
@@ -198,9 +200,79 @@ pub fn update(view: &mut FleetView, msg: FleetMsg) -> Redraw {
     }
 }
 
+/// Height of a heatmap row, CSS pixels.
+pub const HEAT_ROW_PX: f64 = 20.0;
+/// Heatmap rows in sight at most: its scroll box is this many rows tall at most
+/// (`.heat-scroll`'s `max-height` in the stylesheet).
+pub const HEAT_VIEW_ROWS: usize = 24;
+/// Heatmap rows drawn beyond each edge of those in sight, so that a small scroll shows
+/// rows already drawn.
+pub const HEAT_MARGIN_ROWS: usize = 8;
+
+/// The heatmap rows (of `rows`) in sight of its scroll box, scrolled `top_px` down and
+/// `height_px` tall (a box not laid out counts as [`HEAT_VIEW_ROWS`] rows tall): every
+/// row any part of which is in the box.
+pub fn heat_rows_in_sight(rows: usize, top_px: f64, height_px: f64) -> Range<usize> {
+    let height_px = if height_px > 0.0 {
+        height_px
+    } else {
+        HEAT_VIEW_ROWS as f64 * HEAT_ROW_PX
+    };
+    let top_px = top_px.max(0.0);
+    let first = ((top_px / HEAT_ROW_PX).floor() as usize).min(rows);
+    let end = (((top_px + height_px) / HEAT_ROW_PX).ceil() as usize).clamp(first, rows);
+    first..end
+}
+
+/// The heatmap rows to draw for a scroll position: those in sight
+/// ([`heat_rows_in_sight`]) and [`HEAT_MARGIN_ROWS`] either side. However many rows
+/// there are, a box at most [`HEAT_VIEW_ROWS`] rows tall draws at most
+/// `HEAT_VIEW_ROWS + 1 + 2 × HEAT_MARGIN_ROWS`.
+pub fn heat_rows_to_draw(rows: usize, top_px: f64, height_px: f64) -> Range<usize> {
+    let sight = heat_rows_in_sight(rows, top_px, height_px);
+    sight.start.saturating_sub(HEAT_MARGIN_ROWS)..(sight.end + HEAT_MARGIN_ROWS).min(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Against the geometry row by row: a row is in sight when its pixels meet the
+        /// box's; the rows drawn hold them, are bounded, and stay within the rows.
+        #[test]
+        fn heat_rows_drawn_hold_those_in_sight_and_stay_bounded(
+            rows in 0usize..5000,
+            top_frac in 0.0f64..1.2,
+            height_px in prop_oneof![Just(0.0f64), 1.0f64..=480.0],
+        ) {
+            let box_px = if height_px > 0.0 { height_px } else { HEAT_VIEW_ROWS as f64 * HEAT_ROW_PX };
+            let top_px = (top_frac * rows as f64 * HEAT_ROW_PX).round();
+            let sight = heat_rows_in_sight(rows, top_px, height_px);
+            for r in 0..rows {
+                let (y0, y1) = (r as f64 * HEAT_ROW_PX, (r + 1) as f64 * HEAT_ROW_PX);
+                let meets = y1 > top_px && y0 < top_px + box_px;
+                prop_assert_eq!(sight.contains(&r), meets, "row {} of {}, top {}", r, rows, top_px);
+            }
+            let drawn = heat_rows_to_draw(rows, top_px, height_px);
+            prop_assert!(drawn.start <= sight.start && sight.end <= drawn.end && drawn.end <= rows);
+            prop_assert!(drawn.len() <= HEAT_VIEW_ROWS + 1 + 2 * HEAT_MARGIN_ROWS);
+        }
+    }
+
+    #[test]
+    fn the_last_heat_row_is_in_sight_when_scrolled_to_the_end() {
+        let box_px = HEAT_VIEW_ROWS as f64 * HEAT_ROW_PX;
+        for rows in [25, 100, 1024, 4096] {
+            let top_px = rows as f64 * HEAT_ROW_PX - box_px;
+            let sight = heat_rows_in_sight(rows, top_px, box_px);
+            assert_eq!(sight, rows - HEAT_VIEW_ROWS..rows);
+            assert_eq!(heat_rows_to_draw(rows, top_px, box_px).end, rows);
+        }
+        assert_eq!(heat_rows_in_sight(3, 0.0, box_px), 0..3);
+        assert_eq!(heat_rows_to_draw(0, 0.0, 0.0), 0..0);
+    }
 
     #[test]
     fn the_view_switches_once_per_change() {

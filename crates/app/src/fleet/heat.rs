@@ -11,8 +11,13 @@
 //!
 //! For hundreds of ranks the rows can be sorted by a metric (the highest peak, or the
 //! floor rising most: leaks first) and grouped by the node the names say the rank ran
-//! on (`memscope_fleet::node_of`), each group's first row naming it.
+//! on (`memscope_fleet::node_of`), each group's first row naming it. The rows scroll in
+//! a box at most `HEAT_VIEW_ROWS` rows tall, and only the rows in sight (and
+//! `HEAT_MARGIN_ROWS` either side: `memscope_page::fleet::heat_rows_to_draw`) have a
+//! label and canvas pixels: a job of thousands of ranks costs the page as much DOM and
+//! canvas as a few dozen, whatever the order.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use memscope_figures::heatmap::bin_color;
@@ -24,17 +29,21 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{Element, HtmlCanvasElement, HtmlElement, HtmlSelectElement, MouseEvent};
 
-use memscope_page::fleet::{update, FleetMsg, FleetView, Redraw, RowOrder};
+use memscope_page::fleet::{
+    heat_rows_in_sight, heat_rows_to_draw, update, FleetMsg, FleetView, Redraw, RowOrder,
+    HEAT_ROW_PX, HEAT_VIEW_ROWS,
+};
 
 use super::draw;
 use super::{all_reported, focus, who_label, Moment, Target, Window};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
+use crate::input::route;
 
 /// Bins of the shared axis: about one per CSS pixel of the plot on a laptop screen.
 pub const BINS: u32 = 480;
 /// Height of a row, CSS pixels (the phase lanes below use the same).
-pub const ROW_PX: f64 = 20.0;
+pub const ROW_PX: f64 = HEAT_ROW_PX;
 /// Call sites offered in the call-site menu.
 const SITE_CHOICES: usize = 30;
 
@@ -63,6 +72,8 @@ pub struct State {
     rows: BTreeMap<u32, Vec<HeatRow>>,
     /// The complete heatmap, its rows in overview order, with their (rank key, device).
     shown: Option<(Heatmap, Vec<(u32, i32)>)>,
+    /// The rows that have a label and pixels now: `first..end` of `shown`'s rows.
+    drawn: Cell<(usize, usize)>,
 }
 
 impl State {
@@ -440,31 +451,101 @@ fn leaks_of<'a>(app: &'a App, id: &memscope_fleet::RankId) -> Vec<&'a memscope_f
         .collect()
 }
 
-/// Draws the heatmap, its row labels, axis and legend.
+/// The scroll box's position: (scrolled, height), CSS pixels.
+fn scroll_box() -> (f64, f64) {
+    let scroll: HtmlElement = by_id("heat-scroll");
+    (
+        f64::from(scroll.scroll_top()),
+        f64::from(scroll.client_height()),
+    )
+}
+
+/// The heatmap's rows were scrolled: the rows come into sight are drawn, if they are
+/// not already.
+pub fn on_scroll(app: &App) {
+    let Some((map, _)) = app.fleet.heat.shown.as_ref() else {
+        return;
+    };
+    let (top, height) = scroll_box();
+    let sight = heat_rows_in_sight(map.rows.len(), top, height);
+    let (drawn_first, drawn_end) = app.fleet.heat.drawn.get();
+    if sight.start < drawn_first || sight.end > drawn_end {
+        render_rows(app);
+    }
+}
+
+/// Draws the heatmap: its note, legend and axis, and the rows in sight.
 pub fn render(app: &App) {
     render_note(app);
-    let labels: HtmlElement = by_id("heat-labels");
-    let canvas: HtmlCanvasElement = by_id("heat-canvas");
     let legend: HtmlElement = by_id("heat-legend");
     let axis_el: HtmlElement = by_id("heat-axis");
-    clear(&labels);
+    let all_rows: HtmlElement = by_id("heat-rows");
     clear(&legend);
+    // The scroll box is as tall as every row; only the rows in sight are drawn.
+    let rows = current(app).map_or(0, |(map, _)| map.rows.len());
+    style(&all_rows, "height", &format!("{}px", ROW_PX * rows as f64));
+    if let Some(frame) = all_rows.closest(".heat-frame").ok().flatten() {
+        let _ = frame
+            .class_list()
+            .toggle_with_force("scrolling", rows > HEAT_VIEW_ROWS);
+    }
+    let Some((map, _)) = current(app) else {
+        clear(&axis_el);
+        render_rows(app);
+        return;
+    };
+    // Legend: the scale from 0 to the largest value.
+    append(&legend, &el_text("span", "", "0 B"));
+    let bar = el("span", "heat-scale");
+    style(&bar, "background", &draw::ramp_gradient());
+    append(&legend, &bar);
+    let top = el_text("span", "", &format_bytes(map.max_bytes));
+    attr(
+        &top,
+        "title",
+        &format!("{} bytes", format_count(map.max_bytes)),
+    );
+    append(&legend, &top);
+    let span = (map.axis.end - map.axis.start) as f64;
+    draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
+    render_rows(app);
+}
+
+/// The heatmap shown, if it was made from the current combination of reports.
+fn current(app: &App) -> Option<&(Heatmap, Vec<(u32, i32)>)> {
     let current = app.fleet.combined.as_ref().map(|c| &c.who);
-    let Some((map, who)) = app
-        .fleet
+    app.fleet
         .heat
         .shown
         .as_ref()
         .filter(|_| Some(&app.fleet.heat.made_from) == current)
-    else {
-        clear(&axis_el);
+}
+
+/// Draws the rows in sight of the scroll box (and a margin): their labels, and their
+/// cells on a canvas placed at their height.
+fn render_rows(app: &App) {
+    let labels: HtmlElement = by_id("heat-labels");
+    let canvas: HtmlCanvasElement = by_id("heat-canvas");
+    let slice: HtmlElement = by_id("heat-slice");
+    clear(&labels);
+    let Some((map, who)) = current(app) else {
+        app.fleet.heat.drawn.set((0, 0));
+        attr(&labels, "data-rows", "0");
         let _ = draw::context(&canvas, 0.0);
         return;
     };
+    let (top, height) = scroll_box();
+    let drawn = heat_rows_to_draw(map.rows.len(), top, height);
+    let (first, end) = (drawn.start, drawn.end);
+    app.fleet.heat.drawn.set((first, end));
+    style(&slice, "top", &format!("{}px", ROW_PX * first as f64));
+    attr(&labels, "start", &(first + 1).to_string());
+    attr(&labels, "data-rows", &map.rows.len().to_string());
     let by_node = app.page.fleet.by_node;
     let mut group_starts = Vec::new();
-    let mut previous: Option<Option<String>> = None;
-    for (i, row) in map.rows.iter().enumerate() {
+    let mut previous: Option<Option<String>> =
+        (by_node && first > 0).then(|| node_of(&map.rows[first - 1].id));
+    for (i, (row, &(key, device))) in map.rows.iter().zip(who).enumerate().take(end).skip(first) {
         let li = el("li", "heat-label");
         if by_node {
             let node = node_of(&row.id);
@@ -475,12 +556,13 @@ pub fn render(app: &App) {
                     .unwrap_or_else(|| "no node in the name".to_owned());
                 attr(&li, "data-group", &name);
                 append(&li, &el_text("span", "heat-group", &name));
-                group_starts.push(i);
+                group_starts.push(i - first);
             }
             previous = Some(node);
         }
-        attr(&li, "data-key", &who[i].0.to_string());
-        attr(&li, "data-device", &who[i].1.to_string());
+        attr(&li, "data-row", &i.to_string());
+        attr(&li, "data-key", &key.to_string());
+        attr(&li, "data-device", &device.to_string());
         attr(&li, "data-file", &row.id.file);
         attr(
             &li,
@@ -496,8 +578,8 @@ pub fn render(app: &App) {
         let button = el_text("button", "heat-name", &who_label(app, &row.id));
         attr(&button, "type", "button");
         attr(&button, "data-action", "focus-rank");
-        attr(&button, "data-key", &who[i].0.to_string());
-        attr(&button, "data-device", &who[i].1.to_string());
+        attr(&button, "data-key", &key.to_string());
+        attr(&button, "data-device", &device.to_string());
         attr(&button, "data-row", &i.to_string());
         let mut title = format!(
             "{}: at most {}; floor {} {} from the first quarter to the last",
@@ -525,20 +607,9 @@ pub fn render(app: &App) {
         append(&li, &button);
         append(&labels, &li);
     }
-    // Legend: the scale from 0 to the largest value.
-    append(&legend, &el_text("span", "", "0 B"));
-    let bar = el("span", "heat-scale");
-    style(&bar, "background", &draw::ramp_gradient());
-    append(&legend, &bar);
-    let top = el_text("span", "", &format_bytes(map.max_bytes));
-    attr(
-        &top,
-        "title",
-        &format!("{} bytes", format_count(map.max_bytes)),
-    );
-    append(&legend, &top);
 
-    let height = ROW_PX * map.rows.len() as f64;
+    let rows = end - first;
+    let height = ROW_PX * rows as f64;
     let Some((ctx, width)) = draw::context(&canvas, height) else {
         return;
     };
@@ -546,14 +617,19 @@ pub fn render(app: &App) {
         &canvas,
         "aria-label",
         &format!(
-            "Heatmap of {} rows: allocated bytes from 0 to {}",
+            "Heatmap of {} rows (rows {} to {} drawn): allocated bytes from 0 to {}",
             map.rows.len(),
+            first + 1,
+            end,
             format_bytes(map.max_bytes)
         ),
     );
+    if rows == 0 {
+        return;
+    }
     let bins = map.axis.bins as usize;
-    let mut pixels = vec![0u8; bins * map.rows.len() * 4];
-    for (r, row) in map.rows.iter().enumerate() {
+    let mut pixels = vec![0u8; bins * rows * 4];
+    for (r, row) in map.rows[first..end].iter().enumerate() {
         for (b, v) in row.values.iter().enumerate().take(bins) {
             let Some(v) = v else { continue };
             let rgba = bin_color(*v, map.max_bytes).to_le_bytes();
@@ -564,7 +640,7 @@ pub fn render(app: &App) {
     let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
         Clamped(&pixels),
         map.axis.bins,
-        map.rows.len() as u32,
+        rows as u32,
     ) else {
         return;
     };
@@ -573,7 +649,7 @@ pub fn render(app: &App) {
     };
     let off: HtmlCanvasElement = off.unchecked_into();
     off.set_width(map.axis.bins);
-    off.set_height(map.rows.len() as u32);
+    off.set_height(rows as u32);
     let Some(off_ctx) = off
         .get_context("2d")
         .ok()
@@ -587,16 +663,14 @@ pub fn render(app: &App) {
     let _ = ctx.draw_image_with_html_canvas_element_and_dw_and_dh(&off, 0.0, 0.0, width, height);
     // Thin gaps between rows.
     ctx.set_fill_style_str("rgba(127, 127, 127, 0.35)");
-    for r in 1..map.rows.len() {
-        ctx.fill_rect(0.0, r as f64 * ROW_PX - 0.5, width, 1.0);
+    for r in first + 1..end {
+        ctx.fill_rect(0.0, (r - first) as f64 * ROW_PX - 0.5, width, 1.0);
     }
     // A stronger line where a node's rows start.
     ctx.set_fill_style_str("rgba(127, 127, 127, 0.9)");
-    for &r in group_starts.iter().filter(|&&r| r > 0) {
+    for &r in group_starts.iter().filter(|&&r| r + first > 0) {
         ctx.fill_rect(0.0, r as f64 * ROW_PX - 1.0, width, 2.0);
     }
-    let span = (map.axis.end - map.axis.start) as f64;
-    draw::ticks(&axis_el, 0.0, span, map.axis.kind == AxisKind::TimeUs, 8);
 }
 
 /// The heatmap as shown, as an SVG figure (rows labelled as on the page).
@@ -622,9 +696,11 @@ fn cell_at(app: &App, e: &MouseEvent) -> Option<(usize, u32)> {
     if x < 0.0 || y < 0.0 || x >= r.width() || r.width() <= 0.0 {
         return None;
     }
-    let row = (y / ROW_PX) as usize;
+    // The canvas holds the drawn rows only, placed at the first one's height.
+    let (first, end) = app.fleet.heat.drawn.get();
+    let row = first + (y / ROW_PX) as usize;
     let bin = ((x / r.width()) * f64::from(map.axis.bins)) as u32;
-    (row < map.rows.len()).then_some((row, bin.min(map.axis.bins - 1)))
+    (row < end.min(map.rows.len())).then_some((row, bin.min(map.axis.bins - 1)))
 }
 
 /// The pointer moved over the page (the window's router, `crate::input`): the readout
@@ -665,9 +741,16 @@ pub fn on_hover(app: &App, e: &MouseEvent) {
     );
 }
 
-/// Click-to-open on the canvas (its hover readout is routed by `crate::input`).
+/// Click-to-open on the canvas (its hover readout is routed by `crate::input`); the
+/// rows drawn follow the scroll box.
 pub fn wire(app: &Shared) {
     super::wire_canvas(app, "heat-canvas", "heat-hover", clicked);
+    route(
+        app,
+        &by_id::<HtmlElement>("heat-scroll"),
+        "scroll",
+        |a, _: web_sys::Event| on_scroll(a),
+    );
 }
 
 /// A click on a cell: open its rank around that moment.
@@ -679,8 +762,10 @@ fn clicked(a: &mut App, e: &MouseEvent) {
     focus(a, target);
 }
 
+/// What the readout is placed in: the heatmap's frame (around the scroll box, so the
+/// readout is not clipped by it).
 fn canvas_parent() -> HtmlElement {
-    by_id::<HtmlCanvasElement>("heat-canvas")
+    by_id::<HtmlElement>("heat-hover")
         .parent_element()
         .and_then(|p| p.dyn_into().ok())
         .unwrap_or_else(|| by_id("fleet"))
