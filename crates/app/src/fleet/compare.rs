@@ -91,16 +91,6 @@ fn side_index(side: Side) -> usize {
     }
 }
 
-fn change_name(c: Change) -> &'static str {
-    match c {
-        Change::Added => "added",
-        Change::Removed => "removed",
-        Change::Grown => "grown",
-        Change::Shrunk => "shrunk",
-        Change::Same => "same",
-    }
-}
-
 /// A and B as chosen, or the defaults: the first rank, and the first outlier (else the
 /// second rank).
 /// A (rank key, device).
@@ -387,18 +377,14 @@ fn render_result(app: &App, cmp: &Comparison, body: &HtmlElement) {
 }
 
 fn site_row(i: usize, r: &SiteDiff) -> HtmlElement {
-    let tr = el("tr", &format!("site-row {}", change_name(r.change)));
-    attr(&tr, "data-change", change_name(r.change));
+    let tr = el("tr", &format!("site-row {}", r.change.name()));
+    attr(&tr, "data-change", r.change.name());
     attr(&tr, "data-site-label", &r.site.label);
     attr(&tr, "data-site-key", &r.site.key);
     attr(&tr, "data-delta-bytes", &r.delta_bytes.to_string());
     append(
         &tr,
-        &el_text(
-            "td",
-            &format!("badge {}", change_name(r.change)),
-            change_name(r.change),
-        ),
+        &el_text("td", &format!("badge {}", r.change.name()), r.change.name()),
     );
     let label = el_text("td", "site-cell", &r.site.label);
     let stacks: Vec<String> = r
