@@ -91,11 +91,11 @@ fn side_index(side: Side) -> usize {
     }
 }
 
-/// A and B as chosen, or the defaults: the first rank, and the first outlier (else the
-/// second rank).
 /// A (rank key, device).
 type Who = (u32, i32);
 
+/// A and B as chosen, or the defaults: the first rank, and the first outlier (else the
+/// second rank).
 fn chosen(app: &App) -> (Option<Who>, Option<Who>) {
     let Some(c) = &app.fleet.combined else {
         return (None, None);
