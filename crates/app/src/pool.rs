@@ -1,12 +1,5 @@
 //! The worker pool: as many rank workers as the hardware has cores (never more than
 //! there are ranks), each parsing one file at a time and keeping every rank it parsed.
-//!
-//! The workers' wasm is compiled once, on the page (`WebAssembly.compileStreaming`),
-//! and the compiled `WebAssembly.Module` is posted to every worker, whose loader waits
-//! for it before starting: the second worker (and one replacing a crashed worker)
-//! compiles nothing, and all share the code the engine tiers up. gloo-worker's spawner
-//! creates the `Worker` itself and keeps it; [`Pool::spawn`] gets hold of it by
-//! standing in for the global `Worker` constructor during that one synchronous call.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,106 +21,28 @@ const WORKER_FILES: [&str; 3] = [
     "memscope-worker_bg.wasm",
 ];
 
-/// The key of the first message a worker gets: the compiled module (or null, when the
-/// page could not compile it: the worker then fetches and compiles the wasm itself).
-const MODULE_KEY: &str = "memscopeModule";
-
-/// A blob: script starting a worker, and the worker's wasm compiling on the page (not
-/// in a single HTML file). The script imports the crash reporter and the bundle, waits
-/// for the first message (the module, [`MODULE_KEY`]), then instantiates it. In a
-/// single HTML file the script is the file's own, with everything inside it (no URL to
-/// import from). A blob: worker inherits the page's Content-Security-Policy, so a
-/// worker may connect nowhere the page may not.
-fn loader_url() -> Result<(String, Option<Compiled>), JsValue> {
+/// A blob: script starting a worker: imports the crash reporter and the bundle, then
+/// instantiates the wasm. In a single HTML file the script is the file's own, with
+/// everything inside it (no URL to import from). A blob: worker inherits the page's Content-Security-Policy, so
+/// a worker may connect nowhere the page may not.
+fn loader_url() -> Result<String, JsValue> {
     if let Some(script) = crate::embedded::worker_script() {
-        return Ok((blob_url(&script)?, None));
+        return blob_url(&script);
     }
     let base = dom::document().base_uri()?.unwrap_or_default();
     let url = |file: &str| web_sys::Url::new_with_base(file, &base).map(|u| u.href());
     let [crash, bundle, wasm] = WORKER_FILES;
-    let wasm = url(wasm)?;
     // A bundle or wasm that cannot be loaded or started is answered for by the crash
     // reporter (`memscopeRefuseLoads`): every load fails with the reason, never silently.
-    let imports = format!(
+    let script = format!(
         "importScripts({crash:?}); \
-         try {{ importScripts({bundle:?}); }} catch (e) {{ memscopeRefuseLoads(e); throw e; }} ",
+         try {{ importScripts({bundle:?}); }} catch (e) {{ memscopeRefuseLoads(e); throw e; }} \
+         wasm_bindgen({{ module_or_path: {wasm:?} }}).catch(memscopeRefuseLoads);",
         crash = url(crash)?,
         bundle = url(bundle)?,
+        wasm = url(wasm)?
     );
-    let alone = format!(
-        "{imports} wasm_bindgen({{ module_or_path: {wasm:?} }}).catch(memscopeRefuseLoads);"
-    );
-    let waiting = format!(
-        "{imports} addEventListener('message', function start(event) {{ \
-           if (!event.data || !({key:?} in event.data)) return; \
-           removeEventListener('message', start); \
-           wasm_bindgen({{ module_or_path: event.data[{key:?}] || {wasm:?} }}).catch(memscopeRefuseLoads); \
-         }});",
-        key = MODULE_KEY,
-    );
-    let response = dom::window().fetch_with_str(&wasm);
-    let compiled = Compiled {
-        loader: blob_url(&waiting)?,
-        module: js_sys::WebAssembly::compile_streaming(&response),
-    };
-    Ok((blob_url(&alone)?, Some(compiled)))
-}
-
-/// The workers' wasm compiling on the page, and the loader that waits for it.
-struct Compiled {
-    /// The blob: URL of a loader that waits for the module.
-    loader: String,
-    /// A promise of the `WebAssembly.Module`.
-    module: js_sys::Promise,
-}
-
-/// Posts the compiled module to a worker once it is ready (null if compiling failed:
-/// the worker then compiles the wasm itself, and says why if it cannot).
-fn post_module(worker: web_sys::Worker, module: js_sys::Promise) {
-    wasm_bindgen_futures::spawn_local(async move {
-        let module = wasm_bindgen_futures::JsFuture::from(module)
-            .await
-            .unwrap_or(JsValue::NULL);
-        let message = js_sys::Object::new();
-        let posted = js_sys::Reflect::set(&message, &MODULE_KEY.into(), &module)
-            .and_then(|_| worker.post_message(&message));
-        if let Err(e) = posted {
-            web_sys::console::error_2(&"memscope: the worker's module was not posted".into(), &e);
-        }
-    });
-}
-
-/// Runs `spawn` with the global `Worker` constructor standing in for itself, and
-/// returns what `spawn` returned and the `Worker` it created: gloo-worker creates it
-/// and gives no handle, and the module must be posted to it. `spawn` is told whether
-/// the stand-in is in place (if not, it gets no handle and must start a worker that
-/// compiles its wasm itself).
-fn with_created_worker<T>(spawn: impl FnOnce(bool) -> T) -> (T, Option<web_sys::Worker>) {
-    let global = js_sys::global();
-    let original = js_sys::Reflect::get(&global, &"Worker".into());
-    let created: Rc<RefCell<Option<web_sys::Worker>>> = Rc::default();
-    let construct = {
-        let created = created.clone();
-        Closure::<dyn FnMut(js_sys::Function, js_sys::Array) -> Result<JsValue, JsValue>>::new(
-            move |target: js_sys::Function, args: js_sys::Array| {
-                let worker = js_sys::Reflect::construct(&target, &args)?;
-                *created.borrow_mut() = worker.clone().dyn_into().ok();
-                Ok(worker)
-            },
-        )
-    };
-    let handler = js_sys::Object::new();
-    let stood_in = original.as_ref().ok().and_then(|original| {
-        js_sys::Reflect::set(&handler, &"construct".into(), construct.as_ref()).ok()?;
-        let proxy = js_sys::Proxy::new(original, &handler);
-        js_sys::Reflect::set(&global, &"Worker".into(), &proxy).ok()
-    });
-    let result = spawn(stood_in == Some(true));
-    if let (Some(true), Ok(original)) = (stood_in, &original) {
-        let _ = js_sys::Reflect::set(&global, &"Worker".into(), original);
-    }
-    let worker = created.borrow_mut().take();
-    (result, worker)
+    blob_url(&script)
 }
 
 /// Finds whether this browser starts workers here: an empty one, started from a blob:
@@ -202,9 +117,6 @@ pub type OnResponse = Rc<dyn Fn(usize, Response)>;
 pub struct Pool {
     /// The blob: URL of the worker loader.
     loader: String,
-    /// The workers' wasm compiling on the page, posted to every worker; `None` in a
-    /// single HTML file, whose loader instantiates the wasm it carries.
-    compiled: Option<Compiled>,
     /// Why no worker can start here, once known.
     refused: Rc<RefCell<Option<String>>>,
     slots: Vec<Slot>,
@@ -223,9 +135,9 @@ impl Pool {
             2
         };
         let refused: Rc<RefCell<Option<String>>> = Rc::default();
-        let (loader, compiled) = loader_url().unwrap_or_else(|e| {
+        let loader = loader_url().unwrap_or_else(|e| {
             *refused.borrow_mut() = Some(js_reason(&e));
-            (String::new(), None)
+            String::new()
         });
         if refused.borrow().is_none() {
             let shared = refused.clone();
@@ -240,7 +152,6 @@ impl Pool {
         Pool {
             refused,
             loader,
-            compiled,
             slots: Vec::new(),
             on_response,
             max: max.clamp(1, 16),
@@ -249,28 +160,12 @@ impl Pool {
 
     fn spawn(&self, index: usize) -> WorkerBridge<RankWorker> {
         let on_response = self.on_response.clone();
-        let spawn = |loader: &str| {
-            RankWorker::spawner()
-                .encoding::<Codec>()
-                .callback(move |response| on_response(index, response))
-                .with_loader(true)
-                .as_module(false)
-                .spawn(loader)
-        };
-        let Some(compiled) = &self.compiled else {
-            return spawn(&self.loader);
-        };
-        let (bridge, worker) = with_created_worker(|stood_in| {
-            spawn(if stood_in {
-                &compiled.loader
-            } else {
-                &self.loader
-            })
-        });
-        if let Some(worker) = worker {
-            post_module(worker, compiled.module.clone());
-        }
-        bridge
+        RankWorker::spawner()
+            .encoding::<Codec>()
+            .callback(move |response| on_response(index, response))
+            .with_loader(true)
+            .as_module(false)
+            .spawn(&self.loader)
     }
 
     /// Starts `n` workers ahead of need (at most the pool's size), so compiling the
