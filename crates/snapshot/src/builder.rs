@@ -326,7 +326,8 @@ pub struct SnapshotBuilder {
     root_skipped: bool,
     root: Option<Root>,
     /// How far through the file the decoder is, when the file's length is known: the
-    /// trace-entry columns are sized from it (see [`SnapshotBuilder::make_room_for_event`]).
+    /// trace-entry columns and the memo are sized from it (see
+    /// [`SnapshotBuilder::make_room_for_event`]).
     input: Option<InputProgress>,
     /// Input bytes read when the first trace entry was recorded (0 when the progress
     /// was not told yet): the entries' bytes are counted from there (a snapshot's
@@ -353,9 +354,9 @@ const EXTRAPOLATE_FROM_EVENTS: usize = 1 << 16;
 /// memo) per step decoded so far: half of the bound on loading's memory beyond what
 /// the snapshot keeps (16 bytes per step, `docs/semantics.md`), so a file whose
 /// entries stop early cannot make a prediction cost more than the bound allows. A
-/// real snapshot takes about 30 opcodes per entry, so the first prediction (at
-/// [`EXTRAPOLATE_FROM_EVENTS`] entries) may reserve seven times the entries read, and
-/// the second covers the file.
+/// trace entry as torch writes it takes at least 16 opcodes (its keys, values and
+/// frames), so the first prediction (at [`EXTRAPOLATE_FROM_EVENTS`] entries) may
+/// reserve at least four times the entries read, and the next ones cover the file.
 const RESERVE_BYTES_PER_STEP: u64 = 8;
 
 /// Memo indices `index..index + len` hold fresh containers `serial..serial + len`.
@@ -1214,9 +1215,8 @@ impl SnapshotBuilder {
     /// resident memory, and [`SnapshotBuilder::into_snapshot`] gives it back. The
     /// prediction counts bytes from the first entry, and is bounded by one entry per
     /// byte left (no entry is shorter) and by [`RESERVE_BYTES_PER_STEP`]; one that
-    /// falls short is corrected at the next
-    /// growth (by an eighth at least); when the room cannot be reserved, or the length
-    /// is unknown, the columns grow by doubling.
+    /// falls short is corrected at the next growth (by an eighth at least); when the
+    /// room cannot be reserved, or the length is unknown, the columns grow by doubling.
     fn make_room_for_event(&mut self) {
         let e = &self.snap.events;
         let len = e.len();
