@@ -16,7 +16,7 @@
 // directory, and the wasm-opt level to run on it; several are run in turns.)
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
@@ -83,7 +83,11 @@ const opt = join(root, 'tests', 'browser', 'node_modules', '.bin', 'wasm-opt');
 for (const [i, b] of builds.entries()) {
   b.dir = `/tmp/memscope-wasm-decode-${process.pid}-${i}`;
   mkdirSync(b.dir, { recursive: true });
-  execFileSync('wasm-bindgen', ['--target', 'nodejs', '--out-dir', b.dir, b.raw]);
+  // wasm-bindgen names its output after the input's file name: a build kept under
+  // another name (a copy of an older build) is copied under the example's name first.
+  const raw = join(b.dir, 'wasm_decode.wasm');
+  copyFileSync(b.raw, raw);
+  execFileSync('wasm-bindgen', ['--target', 'nodejs', '--out-dir', b.dir, raw]);
   const wasm = join(b.dir, 'wasm_decode_bg.wasm');
   // As Trunk runs it for the worker: the level alone.
   if (b.level !== '0') execFileSync(opt, [`-O${b.level}`, '-o', wasm, wasm]);

@@ -162,6 +162,11 @@ impl<B: Builder> JsonParser<B> {
         &self.builder
     }
 
+    /// The builder, e.g. to tell it how far through the input the decoder is.
+    pub fn builder_mut(&mut self) -> &mut B {
+        &mut self.builder
+    }
+
     /// Whether the root value is complete (only whitespace may follow).
     pub fn is_done(&self) -> bool {
         self.expect == Expect::End

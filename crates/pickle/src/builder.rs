@@ -407,6 +407,26 @@ impl<V> Memo<V> {
         self.put_slow(index, value);
     }
 
+    /// Whether the dense entries fill their room, with at least [`LARGE_MEMO`] of them
+    /// (the next in-order entry grows the memo).
+    #[inline]
+    pub fn dense_is_full(&self) -> bool {
+        self.dense.len() == self.dense.capacity() && self.dense.len() >= LARGE_MEMO
+    }
+
+    /// The number of dense entries.
+    pub fn dense_len(&self) -> usize {
+        self.dense.len()
+    }
+
+    /// Makes room for `additional` more dense entries at once, for a builder that can
+    /// predict the memo's size (from the file's length): one buffer instead of a
+    /// growth by an eighth every eighth. When the room cannot be had the memo grows
+    /// by an eighth as before.
+    pub fn reserve_dense(&mut self, additional: usize) {
+        let _ = self.dense.try_reserve_exact(additional);
+    }
+
     /// Appends an in-order entry; a large memo grows by an eighth, not by doubling, so
     /// its unused room stays within 2 bytes per entry.
     #[inline]

@@ -140,6 +140,11 @@ impl<B: Builder> Parser<B> {
         &self.builder
     }
 
+    /// The builder, e.g. to tell it how far through the input the decoder is.
+    pub fn builder_mut(&mut self) -> &mut B {
+        &mut self.builder
+    }
+
     /// Whether `STOP` was reached.
     pub fn is_done(&self) -> bool {
         self.stop_at.is_some()

@@ -325,7 +325,39 @@ pub struct SnapshotBuilder {
     /// Whether a value under the first container was skipped.
     root_skipped: bool,
     root: Option<Root>,
+    /// How far through the file the decoder is, when the file's length is known: the
+    /// trace-entry columns and the memo are sized from it (see
+    /// [`SnapshotBuilder::make_room_for_event`]).
+    input: Option<InputProgress>,
+    /// Input bytes read when the first trace entry was recorded (0 when the progress
+    /// was not told yet): the entries' bytes are counted from there (a snapshot's
+    /// segments come first).
+    first_event_at_bytes: Option<u64>,
 }
+
+/// Input bytes read so far, and the file's length (both of the file as stored: of the
+/// compressed bytes when it is gzip).
+#[derive(Clone, Copy, Debug)]
+struct InputProgress {
+    read_bytes: u64,
+    total_bytes: u64,
+    /// Steps decoded so far (pickle opcodes, or JSON bytes): room reserved ahead is
+    /// bounded by [`RESERVE_BYTES_PER_STEP`] of them.
+    steps: u64,
+}
+
+/// Trace entries from which the columns grow to the count the file's length predicts,
+/// rather than by doubling: by then the entries' bytes in this file are known well.
+const EXTRAPOLATE_FROM_EVENTS: usize = 1 << 16;
+
+/// Bytes of room reserved ahead of need (for the trace-entry columns, and for the
+/// memo) per step decoded so far: half of the bound on loading's memory beyond what
+/// the snapshot keeps (16 bytes per step, `docs/semantics.md`), so a file whose
+/// entries stop early cannot make a prediction cost more than the bound allows. A
+/// trace entry as torch writes it takes at least 16 opcodes (its keys, values and
+/// frames), so the first prediction (at [`EXTRAPOLATE_FROM_EVENTS`] entries) may
+/// reserve at least four times the entries read, and the next ones cover the file.
+const RESERVE_BYTES_PER_STEP: u64 = 8;
 
 /// Memo indices `index..index + len` hold fresh containers `serial..serial + len`.
 #[derive(Clone, Copy, Debug)]
@@ -413,7 +445,21 @@ impl SnapshotBuilder {
             root_slot: None,
             root_skipped: false,
             root: None,
+            input: None,
+            first_event_at_bytes: None,
         }
+    }
+
+    /// Tells the builder how far through the file the decoder is (`read_bytes` of
+    /// `total_bytes`, as stored; `steps` decoded), before each chunk. It sizes the
+    /// trace-entry columns and the memo from it: see
+    /// [`SnapshotBuilder::make_room_for_event`].
+    pub fn set_input_progress(&mut self, read_bytes: u64, total_bytes: u64, steps: u64) {
+        self.input = Some(InputProgress {
+            read_bytes,
+            total_bytes,
+            steps,
+        });
     }
 
     /// Trace entries recognised so far (for progress reports).
@@ -427,6 +473,15 @@ impl SnapshotBuilder {
         match self.root {
             Some(Root::Snapshot) => {
                 let mut snap = self.snap;
+                // Gives back the room reserved for entries the file did not have (never
+                // written, so it cost no resident memory, but it is address space).
+                let e = &mut snap.events;
+                e.action.shrink_to_fit();
+                e.addr.shrink_to_fit();
+                e.size.shrink_to_fit();
+                e.stream.shrink_to_fit();
+                e.time_us.shrink_to_fit();
+                e.stack.shrink_to_fit();
                 snap.encoding.json = encoding.json;
                 snap.encoding.gzip = encoding.gzip;
                 Ok(snap)
@@ -1139,6 +1194,7 @@ impl SnapshotBuilder {
                 None,
             );
         }
+        self.make_room_for_event();
         let e = &mut self.snap.events;
         e.action.push(code);
         e.addr.push(addr);
@@ -1147,6 +1203,109 @@ impl SnapshotBuilder {
         e.time_us.push(time_us);
         e.stack.push(stack);
         Ok(V::Event(index))
+    }
+
+    /// Makes room for one more trace entry in every column. Past
+    /// [`EXTRAPOLATE_FROM_EVENTS`] entries, when the file's length is known, the columns
+    /// grow at once to the count the bytes read so far predict for the whole file (and
+    /// a sixteenth more), not by doubling: a doubled vector's old and new buffers are
+    /// both written, and in WebAssembly, whose memory never shrinks, every buffer left
+    /// behind stays part of the worker's memory for good (the columns of a 1.2 GiB file
+    /// took about three times their size). Room reserved and never written costs no
+    /// resident memory, and [`SnapshotBuilder::into_snapshot`] gives it back. The
+    /// prediction counts bytes from the first entry, and is bounded by one entry per
+    /// byte left (no entry is shorter) and by [`RESERVE_BYTES_PER_STEP`]; one that
+    /// falls short is corrected at the next growth (by an eighth at least); when the
+    /// room cannot be reserved, or the length is unknown, the columns grow by doubling.
+    fn make_room_for_event(&mut self) {
+        let e = &self.snap.events;
+        let len = e.len();
+        if len == 0 {
+            self.first_event_at_bytes = Some(self.input.map_or(0, |i| i.read_bytes));
+        }
+        let full = [
+            e.action.capacity(),
+            e.addr.capacity(),
+            e.size.capacity(),
+            e.stream.capacity(),
+            e.time_us.capacity(),
+            e.stack.capacity(),
+        ]
+        .into_iter()
+        .any(|capacity| capacity == len);
+        if !full || len < EXTRAPOLATE_FROM_EVENTS {
+            return;
+        }
+        let (
+            Some(InputProgress {
+                read_bytes,
+                total_bytes,
+                steps,
+            }),
+            Some(start),
+        ) = (self.input, self.first_event_at_bytes)
+        else {
+            return;
+        };
+        if read_bytes <= start || read_bytes >= total_bytes {
+            return;
+        }
+        let predicted =
+            len as u128 * u128::from(total_bytes - start) / u128::from(read_bytes - start);
+        let predicted = usize::try_from(predicted).unwrap_or(usize::MAX);
+        let left = usize::try_from(total_bytes - read_bytes).unwrap_or(usize::MAX);
+        // At least an eighth more: a prediction that falls short is corrected by the
+        // next one, never by growing one entry at a time.
+        let additional = predicted
+            .saturating_add(predicted / 16)
+            .saturating_sub(len)
+            .min(left)
+            .min(reserve_allowance(steps, EVENT_BYTES))
+            .max(len / 8);
+        let e = &mut self.snap.events;
+        // All or nothing: a column that could not take its share keeps doubling.
+        let _ = e
+            .action
+            .try_reserve_exact(additional)
+            .and_then(|()| e.addr.try_reserve_exact(additional))
+            .and_then(|()| e.size.try_reserve_exact(additional))
+            .and_then(|()| e.stream.try_reserve_exact(additional))
+            .and_then(|()| e.time_us.try_reserve_exact(additional))
+            .and_then(|()| e.stack.try_reserve_exact(additional));
+    }
+
+    /// Grows the memo's full dense entries to the count the bytes read so far predict
+    /// for the whole file (and a sixteenth more), for the reason the trace-entry columns
+    /// grow so ([`SnapshotBuilder::make_room_for_event`]): a snapshot memoizes nearly
+    /// every container and string it writes, and the memo of a 1.2 GiB file holds 14
+    /// million entries. Bounded by one entry per byte left (`MEMOIZE` is one byte) and
+    /// by [`RESERVE_BYTES_PER_STEP`]; at least an eighth more, as the memo grows
+    /// without a prediction.
+    #[cold]
+    fn make_room_in_memo(&mut self) {
+        let Some(InputProgress {
+            read_bytes,
+            total_bytes,
+            steps,
+            ..
+        }) = self.input
+        else {
+            return;
+        };
+        if read_bytes == 0 || read_bytes >= total_bytes {
+            return;
+        }
+        let len = self.memo.dense_len();
+        let predicted = len as u128 * u128::from(total_bytes) / u128::from(read_bytes);
+        let predicted = usize::try_from(predicted).unwrap_or(usize::MAX);
+        let left = usize::try_from(total_bytes - read_bytes).unwrap_or(usize::MAX);
+        let additional = predicted
+            .saturating_add(predicted / 16)
+            .saturating_sub(len)
+            .min(left)
+            .min(reserve_allowance(steps, size_of::<V>()))
+            .max(len / 8);
+        self.memo.reserve_dense(additional);
     }
 
     /// A text field kept only when it says something (not None, not empty).
@@ -1941,6 +2100,9 @@ impl Builder for SnapshotBuilder {
             }
             _ => {}
         }
+        if self.memo.dense_is_full() {
+            self.make_room_in_memo();
+        }
         self.memo.put(index, *value);
         if let V::Open(h) = *value {
             let i = self.check(h)?;
@@ -2012,6 +2174,21 @@ impl Builder for SnapshotBuilder {
         self.forwards = FxHashMap::default();
         Ok(())
     }
+}
+
+/// Bytes a trace entry takes in the columns of [`crate::model::Events`].
+const EVENT_BYTES: usize = size_of::<u8>()
+    + size_of::<u64>()
+    + size_of::<u64>()
+    + size_of::<u32>()
+    + size_of::<i64>()
+    + size_of::<StackId>();
+
+/// Items of `item_bytes` each that [`RESERVE_BYTES_PER_STEP`] allows reserving ahead
+/// after `steps` steps.
+fn reserve_allowance(steps: u64, item_bytes: usize) -> usize {
+    let bytes = steps.saturating_mul(RESERVE_BYTES_PER_STEP);
+    usize::try_from(bytes / item_bytes as u64).unwrap_or(usize::MAX)
 }
 
 /// Containers longer than this are moved, not copied, when finished, and grow by an

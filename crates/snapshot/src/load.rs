@@ -140,6 +140,21 @@ impl Decoder {
             .map_err(LoadError::NotASnapshot)
     }
 
+    /// Tells the builder how far through the file (as stored) the input is.
+    fn set_input_progress(&mut self, read_bytes: u64, total_bytes: u64) {
+        let steps = self.steps();
+        match self {
+            Decoder::Sniff(_) => {}
+            Decoder::Pickle(p) => {
+                p.builder_mut()
+                    .set_input_progress(read_bytes, total_bytes, steps)
+            }
+            Decoder::Json(p) => p
+                .builder_mut()
+                .set_input_progress(read_bytes, total_bytes, steps),
+        }
+    }
+
     fn steps(&self) -> u64 {
         match self {
             Decoder::Sniff(_) => 0,
@@ -299,8 +314,18 @@ impl Loader {
                 self.bytes_read -= head.len() as u64;
                 self.feed(&head)
             }
-            Stage::Plain(d) => d.feed(chunk, self.total_len, false),
+            Stage::Plain(d) => {
+                if let Some(total) = self.total_len {
+                    d.set_input_progress(self.bytes_read, total);
+                }
+                d.feed(chunk, self.total_len, false)
+            }
             Stage::Gzip(g) => {
+                if let Some(total) = self.total_len {
+                    g.get_mut()
+                        .decoder
+                        .set_input_progress(self.bytes_read, total);
+                }
                 let offset = self.bytes_read;
                 g.write_all(chunk).map_err(|e| gzip_error(g, e, offset))
             }

@@ -16,9 +16,19 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::frames;
+use crate::frames::{self, FrameClasses};
 use crate::intern::{FrameId, StackId};
 use crate::model::{Snapshot, NONE};
+
+/// What interning sites keeps while a table is made.
+struct Interner {
+    /// Every frame classified once.
+    classes: FrameClasses,
+    /// Per frame id: the site it is the call-site frame of, or [`NONE`] if not met yet.
+    of_frame: Vec<u32>,
+    /// Sites by their identity (the full label of their frame).
+    by_identity: FxHashMap<Option<String>, u32>,
+}
 
 /// One device's call sites (module docs).
 #[derive(Clone, Debug, Default)]
@@ -45,34 +55,45 @@ impl SiteTable {
             of_stack: vec![NONE; snap.stacks.len()],
             ..SiteTable::default()
         };
-        let mut by_identity: FxHashMap<Option<String>, u32> = FxHashMap::default();
+        let mut interner = Interner {
+            classes: FrameClasses::new(snap),
+            of_frame: vec![NONE; snap.frames.len()],
+            by_identity: FxHashMap::default(),
+        };
         let alloc_site: Vec<u32> = alloc_stacks
             .iter()
-            .map(|&s| table.intern(snap, &mut by_identity, s))
+            .map(|&s| table.intern(snap, &mut interner, s))
             .collect();
         table.allocation_sites = table.labels.len() as u32;
         for s in other_stacks {
-            table.intern(snap, &mut by_identity, s);
+            table.intern(snap, &mut interner, s);
         }
         (table, alloc_site)
     }
 
-    fn intern(
-        &mut self,
-        snap: &Snapshot,
-        by_identity: &mut FxHashMap<Option<String>, u32>,
-        stack: StackId,
-    ) -> u32 {
+    fn intern(&mut self, snap: &Snapshot, interner: &mut Interner, stack: StackId) -> u32 {
         let memo = stack.0 as usize;
         if let Some(&site) = self.of_stack.get(memo) {
             if site != NONE {
                 return site;
             }
         }
-        let frame = frames::call_site(snap, stack).map(|c| c.frame);
+        let frame = interner.classes.call_site(snap, stack).map(|c| c.frame);
+        // Many stacks share a call-site frame: its label is made once.
+        if let Some(&site) = frame.and_then(|f| interner.of_frame.get(f.0 as usize)) {
+            if site != NONE {
+                if let Some(slot) = self.of_stack.get_mut(memo) {
+                    *slot = site;
+                }
+                return site;
+            }
+        }
         let identity = frame.map(|f| frames::full_label(snap, f));
         let next = self.labels.len() as u32;
-        let site = *by_identity.entry(identity).or_insert(next);
+        let site = *interner.by_identity.entry(identity).or_insert(next);
+        if let Some(slot) = frame.and_then(|f| interner.of_frame.get_mut(f.0 as usize)) {
+            *slot = site;
+        }
         if site == next {
             self.labels.push(match frame {
                 Some(f) => frames::short_label(snap, f),

@@ -245,3 +245,29 @@ fn the_device_models_site_table_is_the_one_label_rule_on_every_corpus_device() {
         "{checked} checked, {no_stack} without a stack"
     );
 }
+
+/// Frames classified once for the whole snapshot choose the same site, by the same
+/// rule, as classifying each stack's frames on its own, for every stack of the corpus.
+#[test]
+fn frames_classified_once_choose_every_stacks_site_as_per_stack() {
+    use memscope_snapshot::frames::FrameClasses;
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/corpus/real");
+    let mut checked = 0usize;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let snap = load_bytes(&std::fs::read(&path).unwrap()).unwrap();
+        let classes = FrameClasses::new(&snap);
+        for stack in stacks(&snap) {
+            assert_eq!(
+                classes.call_site(&snap, stack),
+                call_site(&snap, stack),
+                "{} stack {}",
+                path.display(),
+                stack.0
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000, "{checked} stacks");
+}

@@ -78,10 +78,16 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// decoded — up to the error, if the file is refused) and whether it loaded (or the
 /// error).
 fn measure(data: &[u8]) -> (usize, usize, u64, Result<(), String>) {
+    measure_in_pieces(data, data.len().max(1))
+}
+
+/// [`measure`], fed in pieces of `piece` bytes as the page's worker feeds a file: the
+/// trace-entry columns and the memo are then sized from the bytes read so far.
+fn measure_in_pieces(data: &[u8], piece: usize) -> (usize, usize, u64, Result<(), String>) {
     let start = LIVE.load(Ordering::Relaxed);
     PEAK.store(start, Ordering::Relaxed);
     let mut loader = Loader::new().with_total_len(data.len() as u64);
-    let fed = loader.feed(data);
+    let fed = data.chunks(piece).try_for_each(|p| loader.feed(p));
     let opcodes = loader.decoded_steps();
     let result = fed.and_then(|_| loader.finish());
     let peak = PEAK.load(Ordering::Relaxed) - start;
@@ -222,6 +228,50 @@ fn snapshot_with(before: &[u8], junk: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A snapshot whose device 0 has `n` trace entries (allocs with a time and a stack of
+/// one frame, keys and frame memoized as torch writes them), then `tail`
+/// as the value of its `allocator_settings`.
+fn trace_of(n: usize, tail: &[u8]) -> Vec<u8> {
+    let mut out = b"\x80\x04}(".to_vec();
+    short_str(&mut out, "segments");
+    out.extend_from_slice(b"]");
+    short_str(&mut out, "device_traces");
+    out.extend_from_slice(b"]]");
+    // Memo 0..=6: the keys and values every entry repeats; 7: the frame list.
+    for (i, key) in [
+        "action", "alloc", "addr", "size", "stream", "time_us", "frames",
+    ]
+    .iter()
+    .enumerate()
+    {
+        short_str(&mut out, key);
+        out.extend_from_slice(&[b'q', i as u8, b'0']);
+    }
+    out.extend_from_slice(b"]}(");
+    for (key, value) in [("filename", "a.py"), ("name", "f")] {
+        short_str(&mut out, key);
+        short_str(&mut out, value);
+    }
+    short_str(&mut out, "line");
+    out.extend_from_slice(b"K\x01uaq\x070");
+    for batch in 0..n.div_ceil(1000) {
+        out.push(b'(');
+        for i in batch * 1000..((batch + 1) * 1000).min(n) {
+            out.extend_from_slice(b"}\x94(h\x00h\x01h\x02J");
+            out.extend_from_slice(&((i as u32 / 2) * 512).to_le_bytes());
+            out.extend_from_slice(b"h\x03K\x40h\x04K\x00h\x05J");
+            out.extend_from_slice(&(i as u32).to_le_bytes());
+            out.extend_from_slice(b"h\x06h\x07u");
+        }
+        out.push(b'e');
+    }
+    out.extend_from_slice(b"a");
+    short_str(&mut out, "allocator_settings");
+    out.extend_from_slice(tail);
+    out.extend_from_slice(b"u.");
+    out
+}
+
 /// A list of `n` items, each `item(i)`, appended in batches of 1,000 as CPython writes
 /// them, as the `allocator_settings` of a snapshot.
 fn list_of(n: usize, mut item: impl FnMut(&mut Vec<u8>, usize)) -> Vec<u8> {
@@ -330,6 +380,19 @@ fn value_kinds(n: usize) -> Vec<(&'static str, Vec<u8>, bool)> {
             on_stack(n, |o, i| o.extend_from_slice(&[b'K', i as u8])),
             true,
         ),
+        ("trace entries", trace_of(n, b"N"), true),
+        (
+            // Entries in the first half of the file only: a prediction from the
+            // bytes read would reserve room for three times as many.
+            "trace entries, then 24 MiB of bytes",
+            trace_of(n / 8, &{
+                let mut tail = vec![0x8e];
+                tail.extend_from_slice(&(24 * MIB as u64).to_le_bytes());
+                tail.resize(tail.len() + 24 * MIB, b'x');
+                tail
+            }),
+            true,
+        ),
         (
             "memoized ints on the stack",
             on_stack(n, |o, i| o.extend_from_slice(&[b'K', i as u8, 0x94])),
@@ -393,8 +456,22 @@ fn every_value_kind_stays_within_the_general_bound() {
     let mut failures = Vec::new();
     // Five million of each: enough that a kind costing 30 bytes per opcode or more would
     // go past the bound's 64 MiB term.
-    for (name, data, loads) in value_kinds(N / 2) {
-        let (peak, kept, opcodes, outcome) = measure(&data);
+    // Whole, and in the pieces the page's worker feeds (where the trace-entry columns
+    // and the memo are sized from the bytes read so far).
+    let runs = value_kinds(N / 2)
+        .into_iter()
+        .flat_map(|(name, data, loads)| {
+            let data = std::rc::Rc::new(data);
+            [data.len().max(1), 256 << 10].map(|piece| (name, piece, data.clone(), loads))
+        })
+        .collect::<Vec<_>>();
+    for (name, piece, data, loads) in runs {
+        let (peak, kept, opcodes, outcome) = measure_in_pieces(&data, piece);
+        let name = if piece < data.len() {
+            format!("{name} (in 256 KiB pieces)")
+        } else {
+            name.to_owned()
+        };
         let transient = peak - kept;
         println!(
             "{name}: {} bytes, {opcodes} opcodes, peak {:.1} MiB, kept {:.1} MiB, \
@@ -427,4 +504,57 @@ fn every_value_kind_stays_within_the_general_bound() {
         }
     }
     assert!(failures.is_empty(), "over the bound: {failures:?}");
+}
+
+/// Loads `data` in 256 KiB pieces, with the file's length told or not; returns the
+/// snapshot and the peak heap above the start.
+fn load_told(
+    data: &[u8],
+    told: bool,
+) -> Result<(memscope_snapshot::Snapshot, usize), memscope_snapshot::LoadError> {
+    let start = LIVE.load(Ordering::Relaxed);
+    PEAK.store(start, Ordering::Relaxed);
+    let mut loader = Loader::new();
+    if told {
+        loader = loader.with_total_len(data.len() as u64);
+    }
+    for piece in data.chunks(256 << 10) {
+        loader.feed(piece)?;
+    }
+    let snap = loader.finish()?;
+    Ok((snap, PEAK.load(Ordering::Relaxed) - start))
+}
+
+#[test]
+fn columns_sized_from_the_files_length_hold_the_same_entries_in_less_room(
+) -> Result<(), memscope_snapshot::LoadError> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let n = 1_500_000;
+    let data = trace_of(n, b"N");
+    let (grown, grown_peak) = load_told(&data, false)?;
+    let (sized, sized_peak) = load_told(&data, true)?;
+    let (a, b) = (&grown.events, &sized.events);
+    assert_eq!(b.len(), n);
+    assert_eq!(a.action, b.action);
+    assert_eq!(a.addr, b.addr);
+    assert_eq!(a.size, b.size);
+    assert_eq!(a.stream, b.stream);
+    assert_eq!(a.time_us, b.time_us);
+    assert_eq!(a.stack, b.stack);
+    // Given back what the file did not need.
+    assert_eq!(b.addr.capacity(), n);
+    assert_eq!(b.time_us.capacity(), n);
+    // Grown by doubling, 1.5 million entries' columns (33 bytes each, 47 MiB) reach
+    // room for 2,097,152 and the memo grows by eighths; sized from the length, each
+    // is reserved about once.
+    println!(
+        "peak {:.1} MiB grown, {:.1} MiB sized from the length",
+        grown_peak as f64 / MIB as f64,
+        sized_peak as f64 / MIB as f64
+    );
+    assert!(
+        sized_peak + 10 * MIB < grown_peak,
+        "{sized_peak} against {grown_peak}"
+    );
+    Ok(())
 }

@@ -80,37 +80,99 @@ fn js_error(e: JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
+/// Bytes read per step from a byte stream that lets the reader bring its own buffer.
+const READ_BUFFER: u32 = 1024 * 1024;
+
+/// A stream's reader: into one buffer of ours, reused for every read (a byte stream:
+/// a `File`'s, a `fetch` body's), else the default reader, which makes a new buffer per
+/// chunk that stays in the worker's memory until its garbage collector runs.
+struct Reader {
+    reader: JsValue,
+    /// The buffer lent to the next read, for a reader that takes one.
+    buffer: Option<js_sys::ArrayBuffer>,
+}
+
+impl Reader {
+    fn new(stream: &web_sys::ReadableStream) -> Reader {
+        let options = js_sys::Object::new();
+        let byob = js_sys::Reflect::set(&options, &"mode".into(), &"byob".into())
+            .ok()
+            .and_then(|_| js_sys::Reflect::get(stream, &"getReader".into()).ok())
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .and_then(|get_reader| get_reader.call1(stream, &options).ok());
+        match byob {
+            Some(reader) => Reader {
+                reader,
+                buffer: Some(js_sys::ArrayBuffer::new(READ_BUFFER)),
+            },
+            None => Reader {
+                reader: stream.get_reader().into(),
+                buffer: None,
+            },
+        }
+    }
+
+    /// The next chunk, or `None` at the end.
+    async fn read(&mut self) -> Result<Option<Uint8Array>, JsValue> {
+        let read: js_sys::Function =
+            js_sys::Reflect::get(&self.reader, &"read".into())?.dyn_into()?;
+        let promise = match &self.buffer {
+            Some(buffer) => read.call1(&self.reader, &Uint8Array::new(buffer))?,
+            None => read.call0(&self.reader)?,
+        };
+        let result = JsFuture::from(js_sys::Promise::from(promise)).await?;
+        let done = js_sys::Reflect::get(&result, &"done".into())
+            .map(|v| v.is_truthy())
+            .unwrap_or(true);
+        let value = js_sys::Reflect::get(&result, &"value".into())?;
+        if self.buffer.is_some() {
+            // The lent buffer comes back (moved) under the chunk read into it.
+            if let Some(chunk) = value.dyn_ref::<Uint8Array>() {
+                self.buffer = Some(chunk.buffer());
+            }
+        }
+        if done {
+            return Ok(None);
+        }
+        Ok(Some(value.unchecked_into()))
+    }
+
+    /// Stops the browser reading ahead for nothing.
+    fn cancel(&self) {
+        if let Ok(cancel) = js_sys::Reflect::get(&self.reader, &"cancel".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>())
+        {
+            let _ = cancel.call0(&self.reader);
+        }
+    }
+}
+
 /// Feeds every chunk of a byte stream to `feed`, reporting progress. A read error is
 /// told as `failed` followed by the browser's reason; `feed`'s errors pass unchanged.
 async fn pump(
-    reader: &web_sys::ReadableStreamDefaultReader,
+    stream: &web_sys::ReadableStream,
     failed: &str,
     progress: &mut Progress<'_>,
     cancel_check: &dyn Fn() -> Result<(), String>,
     mut feed: impl FnMut(&Uint8Array) -> Result<(), String>,
 ) -> Result<(), String> {
+    let mut reader = Reader::new(stream);
     let mut read = 0.0;
     loop {
         if let Err(e) = cancel_check() {
-            // Stops the browser reading ahead for nothing.
-            let _ = reader.cancel();
+            reader.cancel();
             return Err(e);
         }
-        let result = JsFuture::from(reader.read())
+        let Some(chunk) = reader
+            .read()
             .await
-            .map_err(|e| format!("{failed}: {}", js_error(e)))?;
-        let done = js_sys::Reflect::get(&result, &"done".into())
-            .map(|v| v.is_truthy())
-            .unwrap_or(true);
-        if done {
-            return Ok(());
-        }
-        let chunk: Uint8Array = js_sys::Reflect::get(&result, &"value".into())
             .map_err(|e| format!("{failed}: {}", js_error(e)))?
-            .unchecked_into();
+        else {
+            return Ok(());
+        };
         read += f64::from(chunk.length());
         if let Err(e) = feed(&chunk) {
-            let _ = reader.cancel();
+            reader.cancel();
             return Err(e);
         }
         progress.report(read, LoadPhase::Reading, false);
@@ -165,10 +227,8 @@ pub async fn load(
             progress.report(0.0, LoadPhase::Reading, true);
             // The browser's own stream of the file reads ahead while a chunk is decoded,
             // which overlapped reading and decoding better than slices read one ahead.
-            let reader: web_sys::ReadableStreamDefaultReader =
-                file.stream().get_reader().unchecked_into();
             pump(
-                &reader,
+                &file.stream(),
                 "cannot read the file",
                 &mut progress,
                 &cancel_check,
@@ -219,9 +279,8 @@ pub async fn load(
             let body = response
                 .body()
                 .ok_or_else(|| format!("cannot fetch {url}: the response has no body"))?;
-            let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
             pump(
-                &reader,
+                &body,
                 &format!("reading {url} failed"),
                 &mut progress,
                 &cancel_check,
