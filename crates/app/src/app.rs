@@ -1,6 +1,6 @@
-//! The page: the ranks being loaded or shown, the worker pool, the page model
-//! ([`memscope_page::State`]: shown device, window, selection, moment, range, search…)
-//! and the widgets that show it. User input arrives as [`Msg`]s ([`App::dispatch`]);
+//! The page: the browser's side of the opened ranks (files, workers, cards), the
+//! worker pool, the page model ([`memscope_page::State`]: the ranks, shown device,
+//! window, selection, moment, range, search…) and the widgets that show it. User input arrives as [`Msg`]s ([`App::dispatch`]);
 //! the model's [`Effect`]s are carried out here ([`App::run`]): questions to the
 //! workers, the URL, one redraw per animation frame, the DOM parts that follow.
 
