@@ -443,6 +443,63 @@ mod tests {
     }
 
     #[test]
+    fn ranks_are_called_ranks_only_when_every_name_has_a_number() {
+        assert_eq!(
+            opened(&["a/rank0.pickle", "b/rank1.pkl"]).ranks.noun(),
+            "rank"
+        );
+        assert_eq!(
+            opened(&["rank0.pickle", "snapshot.pickle"]).ranks.noun(),
+            "file"
+        );
+    }
+
+    #[test]
+    fn each_change_redraws_the_cards_it_touches() {
+        let mut s = State::default();
+        let fx = send(
+            &mut s,
+            RankMsg::Opened(vec!["rank1.pickle".into(), "rank0.pickle".into()]),
+        );
+        assert_eq!(fx.0, vec![Effect::Dom(Part::Cards)]);
+        let k = key_of(&s, "rank1.pickle");
+        assert_eq!(
+            send(&mut s, RankMsg::Sent(k)).0,
+            vec![Effect::Dom(Part::Card(k))]
+        );
+        // Sent twice: the rank is being read already.
+        assert!(send(&mut s, RankMsg::Sent(k)).0.is_empty());
+        let loaded = send(
+            &mut s,
+            RankMsg::Loaded {
+                key: k,
+                file_bytes: 1.0,
+            },
+        );
+        assert_eq!(loaded.0, vec![Effect::Dom(Part::Card(k))]);
+        // Use, report and drop leave the card as it is.
+        for msg in [
+            RankMsg::Touched(k),
+            RankMsg::Reported(k),
+            RankMsg::Dropped(k),
+        ] {
+            assert!(send(&mut s, msg).0.is_empty());
+        }
+        // A rank nobody opened changes nothing.
+        let before = s.clone();
+        assert!(send(
+            &mut s,
+            RankMsg::Failed {
+                key: 99,
+                why: "x".into()
+            }
+        )
+        .0
+        .is_empty());
+        assert_eq!(s, before);
+    }
+
+    #[test]
     fn a_rank_dropped_by_the_memory_budget_keeps_its_report_and_its_name() {
         let mut s = opened(&["a/rank0.pickle", "a/rank1.pickle", "a/rank2.pickle"]);
         let keys: Vec<u32> = s.ranks.iter().map(|r| r.key).collect();
