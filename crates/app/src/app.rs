@@ -1,12 +1,14 @@
-//! The page: the ranks being loaded or shown, the worker pool, the page model
-//! ([`memscope_page::State`]: shown device, window, selection, moment, range, search…)
-//! and the widgets that show it. User input arrives as [`Msg`]s ([`App::dispatch`]);
+//! The page: the browser's side of the opened ranks (files, workers, cards), the
+//! worker pool, the page model ([`memscope_page::State`]: the ranks, shown device,
+//! window, selection, moment, range, search…) and the widgets that show it. User input arrives as [`Msg`]s ([`App::dispatch`]);
 //! the model's [`Effect`]s are carried out here ([`App::run`]): questions to the
 //! workers, the URL, one redraw per animation frame, the DOM parts that follow.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
+use memscope_page::ranks::{Phase, RankMsg, Stage};
 use memscope_page::timeline_asks::TimelineAsks;
 use memscope_page::{update, Ask, Effect, Effects, Msg, Part};
 
@@ -15,7 +17,6 @@ use memscope_protocol::{
     CANCELLED,
 };
 use memscope_snapshot::units::{format_bytes, format_count};
-use memscope_snapshot::{base_name, rank_from_name};
 use web_sys::{File, HtmlElement};
 
 use crate::dom::{self, append, attr, by_id, clear, el, el_text};
@@ -24,38 +25,21 @@ use crate::pool::Pool;
 use crate::timeline::TimelinePane;
 use memscope_render::gl::NO_ID;
 
-/// Where a rank is in its life.
-pub enum RankState {
-    /// Waiting for a free worker.
-    Queued,
-    /// Being read by worker `slot`.
-    Loading {
-        bytes_read: f64,
-        total: f64,
-        phase: LoadPhase,
-    },
-    /// Loaded, kept by worker `slot`.
-    Ready(RankInfo),
-    /// Not loadable, in plain words.
-    Failed(String),
-}
-
-/// One input file.
-pub struct Rank {
-    pub key: u32,
-    pub name: String,
-    pub rank: Option<u64>,
+/// What the page keeps of an opened file beside its place in the page model
+/// ([`memscope_page::ranks`]: name, load, model held, report): the browser's handles
+/// and the worker's answer, by the rank's key.
+pub struct RankHandles {
+    /// The file to read (kept, so a dropped model or a crashed worker's ranks can be
+    /// read again; `None` for bytes handed over, which cannot).
     pub source: Option<Source>,
+    /// The worker reading it or holding its model.
     pub slot: Option<usize>,
-    pub state: RankState,
+    /// Its card in the list of ranks.
     pub card: HtmlElement,
     /// When its load was sent to a worker, in ms since the Unix epoch.
     pub sent_epoch_ms: f64,
-    /// Bytes of the file its model was read from (what it counts against
-    /// [`crate::memory`]'s budget).
-    pub held_bytes: f64,
-    /// When it was last used ([`crate::memory::touch`]).
-    pub used: u64,
+    /// What its worker said once it was read (devices, warnings); see [`App::info`].
+    info: Option<RankInfo>,
 }
 
 /// The page.
@@ -69,7 +53,9 @@ pub struct App {
     pub lenses: crate::lenses::Lenses,
     /// Bookmarks and other ways in.
     pub share: crate::share::Share,
-    pub ranks: Vec<Rank>,
+    /// The browser's side of each opened rank, by key (the ranks themselves are
+    /// `page.ranks`).
+    pub handles: HashMap<u32, RankHandles>,
     pub timeline: Option<TimelinePane>,
     /// Why there is no timeline (WebGL2 unavailable), said where it would be drawn.
     pub no_timeline: Option<String>,
@@ -87,7 +73,6 @@ pub struct App {
     pub drag: crate::input::Drag,
     pub active: Option<(u32, i32)>,
     pub detail: Option<AllocationDetail>,
-    next_key: u32,
     next_request: u32,
     /// The call sites' palette entries, decided from the legends of every rank seen;
     /// their entries go with every strips request so that a call site keeps its colour
@@ -129,7 +114,7 @@ impl App {
             held: Default::default(),
             lenses: Default::default(),
             share: Default::default(),
-            ranks: Vec::new(),
+            handles: HashMap::new(),
             timeline,
             no_timeline,
             page: Default::default(),
@@ -140,7 +125,6 @@ impl App {
             drag: Default::default(),
             active: None,
             detail: None,
-            next_key: 1,
             next_request: 1,
             palette: Default::default(),
             asks: TimelineAsks::default(),
@@ -173,52 +157,32 @@ impl App {
         if sources.is_empty() {
             return;
         }
-        if self
-            .ranks
-            .iter()
-            .all(|r| !matches!(r.state, RankState::Queued | RankState::Loading { .. }))
-        {
+        if !self.page.ranks.loading() {
             self.load_started_ms = dom::now_ms();
             self.painted_since_load = false;
             dom::mark("memscope:files");
         }
-        for (name, source) in sources {
-            let key = self.next_key;
-            self.next_key += 1;
-            // Named by the path relative to what was opened; the rank number is the
-            // file's own (a folder named `rank3` does not make its files rank 3).
-            let rank = rank_from_name(base_name(&name));
+        // Named by the path relative to what was opened (the page model keeps them in
+        // order, by the rank number in their names).
+        let first = self.page.ranks.next_key();
+        let mut names = Vec::with_capacity(sources.len());
+        for (key, (name, source)) in (first..).zip(sources) {
             let card = el("div", "rank-card");
             attr(&card, "role", "listitem");
             attr(&card, "data-key", &key.to_string());
-            self.ranks.push(Rank {
+            self.handles.insert(
                 key,
-                name,
-                rank,
-                source: Some(source),
-                slot: None,
-                state: RankState::Queued,
-                card,
-                sent_epoch_ms: 0.0,
-                held_bytes: 0.0,
-                used: 0,
-            });
+                RankHandles {
+                    source: Some(source),
+                    slot: None,
+                    card,
+                    sent_epoch_ms: 0.0,
+                    info: None,
+                },
+            );
+            names.push(name);
         }
-        // Ranks by the number in their name; files without one keep their own names.
-        self.ranks.sort_by(|a, b| match (a.rank, b.rank) {
-            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.name.cmp(&b.name)),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => a.name.cmp(&b.name),
-        });
-        let list: HtmlElement = by_id("ranks");
-        clear(&list);
-        for rank in &self.ranks {
-            append(&list, &rank.card);
-        }
-        for i in 0..self.ranks.len() {
-            self.render_card(i);
-        }
+        self.dispatch(Msg::Rank(RankMsg::Opened(names)));
         dom::set_status("loading");
         // Show the workspace now, so the canvas has its real size when the first
         // rank's worker lays out its first view.
@@ -237,14 +201,7 @@ impl App {
             return;
         }
         // A rank opened again goes first: someone is waiting to see it.
-        let reopening = crate::memory::reopening(self);
-        let queued = |r: &Rank| matches!(r.state, RankState::Queued);
-        while let Some(i) = self
-            .ranks
-            .iter()
-            .position(|r| queued(r) && Some(r.key) == reopening)
-            .or_else(|| self.ranks.iter().position(queued))
-        {
+        while let Some(key) = self.page.ranks.next_queued() {
             let Some(slot) = self.pool.free_slot() else {
                 break;
             };
@@ -252,26 +209,27 @@ impl App {
                 .timeline
                 .as_mut()
                 .map_or((1600, 600), |t| t.first_view_size());
-            let rank = &mut self.ranks[i];
-            let Some(source) = rank.source.take() else {
-                rank.state = RankState::Failed("nothing to read".to_owned());
+            let Some(source) = self.handles.get_mut(&key).and_then(|h| h.source.take()) else {
+                self.dispatch(Msg::Rank(RankMsg::Failed {
+                    key,
+                    why: "nothing to read".to_owned(),
+                }));
+                continue;
+            };
+            let Some(handles) = self.handles.get_mut(&key) else {
                 continue;
             };
             // Keep a copy of a file handle, so a crashed worker's ranks can be retried.
-            rank.source = match &source {
+            handles.source = match &source {
                 Source::File(f) => Some(Source::File(f.clone())),
                 Source::Url(u) => Some(Source::Url(u.clone())),
                 Source::Bytes(_) => None,
             };
-            rank.slot = Some(slot);
-            rank.state = RankState::Loading {
-                bytes_read: 0.0,
-                total: 0.0,
-                phase: LoadPhase::Reading,
-            };
+            handles.slot = Some(slot);
+            let name = self.name_of(key).to_owned();
             let request = Request::Load {
-                rank_key: rank.key,
-                name: rank.name.clone(),
+                rank_key: key,
+                name,
                 source,
                 view: ViewHint {
                     width_px: w,
@@ -279,9 +237,11 @@ impl App {
                 },
             };
             self.pool.send(slot, request);
-            self.ranks[i].sent_epoch_ms = js_sys::Date::now();
+            if let Some(handles) = self.handles.get_mut(&key) {
+                handles.sent_epoch_ms = js_sys::Date::now();
+            }
             dom::mark("memscope:sent");
-            self.render_card(i);
+            self.dispatch(Msg::Rank(RankMsg::Sent(key)));
         }
     }
 
@@ -294,14 +254,18 @@ impl App {
              reads files only in a worker: open memscope over http(s), or in a browser or \
              setting that allows workers"
         );
-        for i in 0..self.ranks.len() {
-            if matches!(
-                self.ranks[i].state,
-                RankState::Queued | RankState::Loading { .. }
-            ) {
-                self.ranks[i].state = RankState::Failed(message.clone());
-                self.render_card(i);
-            }
+        let loading: Vec<u32> = self
+            .page
+            .ranks
+            .iter()
+            .filter(|r| r.is_loading())
+            .map(|r| r.key)
+            .collect();
+        for key in loading {
+            self.dispatch(Msg::Rank(RankMsg::Failed {
+                key,
+                why: message.clone(),
+            }));
         }
         self.update_chrome();
     }
@@ -312,20 +276,36 @@ impl App {
         self.update_chrome();
     }
 
-    fn index_of(&self, key: u32) -> Option<usize> {
-        self.ranks.iter().position(|r| r.key == key)
-    }
-
     /// The worker slot holding rank `key`.
     pub fn slot_of(&self, key: u32) -> Option<usize> {
-        self.index_of(key).and_then(|i| self.ranks[i].slot)
+        self.handles.get(&key).and_then(|h| h.slot)
+    }
+
+    /// The name of rank `key` (its path relative to what was opened); empty when there
+    /// is no such rank.
+    pub fn name_of(&self, key: u32) -> &str {
+        self.page.ranks.get(key).map_or("", |r| r.name.as_str())
+    }
+
+    /// What the worker said of rank `key` once it read it, while it is read (a rank
+    /// queued to be read again has none).
+    pub fn info(&self, key: u32) -> Option<&RankInfo> {
+        if !self.page.ranks.get(key)?.is_ready() {
+            return None;
+        }
+        self.handles.get(&key)?.info.as_ref()
+    }
+
+    /// The file rank `key` was opened from, if it can be read again.
+    pub fn source_of(&self, key: u32) -> Option<&Source> {
+        self.handles.get(&key)?.source.as_ref()
     }
 
     /// Worker `slot` has files to read: one now, or ones waiting for any worker.
     pub fn loads_pending(&self, slot: usize) -> bool {
-        self.ranks.iter().any(|r| match r.state {
-            RankState::Queued => true,
-            RankState::Loading { .. } => r.slot == Some(slot),
+        self.page.ranks.iter().any(|r| match r.phase {
+            Phase::Queued => true,
+            Phase::Loading { .. } => self.slot_of(r.key) == Some(slot),
             _ => false,
         })
     }
@@ -357,40 +337,41 @@ impl App {
                 total_bytes,
                 phase,
             } => {
-                if let Some(i) = self.index_of(rank_key) {
-                    if let RankState::Loading { .. } = self.ranks[i].state {
-                        self.ranks[i].state = RankState::Loading {
-                            bytes_read,
-                            total: total_bytes,
-                            phase,
-                        };
-                        self.render_card(i);
-                    }
-                }
+                let stage = match phase {
+                    LoadPhase::Reading => Stage::Reading,
+                    LoadPhase::Analysing => Stage::Analysing,
+                    LoadPhase::Drawing => Stage::LayingOut,
+                };
+                self.dispatch(Msg::Rank(RankMsg::Progress {
+                    key: rank_key,
+                    bytes_read,
+                    total_bytes,
+                    stage,
+                }));
             }
             Response::Packed(packed) => crate::export_html::on_packed(self, *packed),
             Response::Loaded(info) => {
                 dom::mark("memscope:loaded-received");
                 self.pool.load_done(slot);
                 crate::fleet::on_rank_loaded(self, info.rank_key, slot);
-                if let Some(i) = self.index_of(info.rank_key) {
-                    let first = info
-                        .devices
-                        .first()
-                        .map(|d| (info.rank_key, d.summary.device));
-                    let file_bytes = match (&self.ranks[i].source, &self.ranks[i].state) {
+                let key = info.rank_key;
+                if let (Some(rank), Some(handles)) =
+                    (self.page.ranks.get(key), self.handles.get_mut(&key))
+                {
+                    let first = info.devices.first().map(|d| (key, d.summary.device));
+                    let file_bytes = match (&handles.source, &rank.phase) {
                         (Some(Source::File(f)), _) => f.size(),
                         (
                             _,
-                            RankState::Loading {
-                                bytes_read, total, ..
+                            Phase::Loading {
+                                bytes_read,
+                                total_bytes,
+                                ..
                             },
-                        ) => total.max(*bytes_read),
+                        ) => total_bytes.max(*bytes_read),
                         _ => 0.0,
                     };
-                    let key = info.rank_key;
-                    self.ranks[i].state = RankState::Ready(info);
-                    self.render_card(i);
+                    handles.info = Some(info);
                     crate::memory::on_loaded(self, key, file_bytes);
                     if self.active.is_none() {
                         if let Some((key, device)) = first {
@@ -405,10 +386,10 @@ impl App {
             }
             Response::Failed { rank_key, message } => {
                 self.pool.load_done(slot);
-                if let Some(i) = self.index_of(rank_key) {
-                    self.ranks[i].state = RankState::Failed(message);
-                    self.render_card(i);
-                }
+                self.dispatch(Msg::Rank(RankMsg::Failed {
+                    key: rank_key,
+                    why: message,
+                }));
                 self.schedule();
                 self.update_chrome();
             }
@@ -416,23 +397,32 @@ impl App {
                 // The worker and every rank it kept are gone: say so for the ranks it
                 // was loading; ranks it had loaded are read again by a fresh worker.
                 self.pool.replace(slot);
-                for i in 0..self.ranks.len() {
-                    if self.ranks[i].slot != Some(slot) {
+                let keys: Vec<u32> = self.page.ranks.iter().map(|r| r.key).collect();
+                for key in keys {
+                    let Some(handles) = self.handles.get_mut(&key) else {
+                        continue;
+                    };
+                    if handles.slot != Some(slot) {
                         continue;
                     }
-                    self.ranks[i].slot = None;
-                    if rank_keys.contains(&self.ranks[i].key) {
-                        self.ranks[i].state = RankState::Failed(format!(
-                            "the worker reading this file stopped ({message}); the file may be \
-                             too large for the browser's memory (each worker gets at most 4 GiB)"
-                        ));
-                    } else if self.ranks[i].source.is_some() {
-                        self.ranks[i].state = RankState::Queued;
-                    }
-                    if self.active.is_some_and(|(k, _)| k == self.ranks[i].key) {
+                    handles.slot = None;
+                    let read_again = handles.source.is_some();
+                    let msg = if rank_keys.contains(&key) {
+                        RankMsg::Failed {
+                            key,
+                            why: format!(
+                                "the worker reading this file stopped ({message}); the file \
+                                 may be too large for the browser's memory (each worker gets \
+                                 at most 4 GiB)"
+                            ),
+                        }
+                    } else {
+                        RankMsg::WorkerLost { key, read_again }
+                    };
+                    self.dispatch(Msg::Rank(msg));
+                    if self.active.is_some_and(|(k, _)| k == key) {
                         self.active = None;
                     }
-                    self.render_card(i);
                 }
                 self.schedule();
                 self.update_chrome();
@@ -505,8 +495,7 @@ impl App {
             crate::memory::reopen(self, key, device);
             return;
         }
-        let Some(i) = self.index_of(key) else { return };
-        let RankState::Ready(info) = &self.ranks[i].state else {
+        let Some(info) = self.info(key) else {
             return;
         };
         let Some(d) = info
@@ -529,12 +518,12 @@ impl App {
         dom::show(&by_id("empty-state"), false);
         dom::show(&by_id("workspace"), true);
         let title: HtmlElement = by_id("view-title");
-        title.set_text_content(Some(&format!("{} — device {device}", self.ranks[i].name)));
-        for card in &self.ranks {
-            let _ = card
+        title.set_text_content(Some(&format!("{} — device {device}", self.name_of(key))));
+        for (&k, handles) in &self.handles {
+            let _ = handles
                 .card
                 .class_list()
-                .toggle_with_force("active", card.key == key);
+                .toggle_with_force("active", k == key);
         }
         let axis_toggle: HtmlElement = by_id("axis-toggle");
         dom::show(&axis_toggle, d.has_time);
@@ -610,7 +599,7 @@ impl App {
         let Some((key, device)) = self.active else {
             return;
         };
-        let Some(slot) = self.index_of(key).and_then(|i| self.ranks[i].slot) else {
+        let Some(slot) = self.slot_of(key) else {
             return;
         };
         if !self.asks.ask((key, device)) {
@@ -764,6 +753,8 @@ impl App {
             Part::TableTop => crate::lenses::table_top(self),
             Part::TableCursor => crate::lenses::table_cursor(self),
             Part::TableOpen => crate::lenses::table_open(self),
+            Part::Cards => self.render_cards(),
+            Part::Card(key) => self.render_card(key),
             Part::FocusedDevice => {
                 if let Some((key, device)) = dom::document()
                     .active_element()
@@ -809,19 +800,26 @@ impl App {
 
     /// Cancels every load in progress and drops queued files.
     pub fn cancel_loading(&mut self) {
-        for i in 0..self.ranks.len() {
-            match self.ranks[i].state {
-                RankState::Queued => {
-                    self.ranks[i].state = RankState::Failed(CANCELLED.to_owned());
-                    self.render_card(i);
+        let ranks: Vec<(u32, bool)> = self
+            .page
+            .ranks
+            .iter()
+            .map(|r| (r.key, r.phase == Phase::Queued))
+            .collect();
+        for (key, queued) in ranks {
+            let loading = matches!(
+                self.page.ranks.get(key).map(|r| &r.phase),
+                Some(Phase::Loading { .. })
+            );
+            if queued {
+                self.dispatch(Msg::Rank(RankMsg::Failed {
+                    key,
+                    why: CANCELLED.to_owned(),
+                }));
+            } else if loading {
+                if let Some(slot) = self.slot_of(key) {
+                    self.pool.send(slot, Request::Cancel { rank_key: key });
                 }
-                RankState::Loading { .. } => {
-                    if let Some(slot) = self.ranks[i].slot {
-                        let key = self.ranks[i].key;
-                        self.pool.send(slot, Request::Cancel { rank_key: key });
-                    }
-                }
-                _ => {}
             }
         }
         self.update_chrome();
@@ -830,28 +828,21 @@ impl App {
     /// What the opened files are called: ranks only when every name carries a rank
     /// number.
     pub fn files_noun(&self) -> &'static str {
-        if self.ranks.iter().all(|r| r.rank.is_some()) {
-            "rank"
-        } else {
-            "file"
-        }
+        self.page.ranks.noun()
     }
 
     /// Header state: the cancel button, the page status.
     fn update_chrome(&mut self) {
-        let loading = self
-            .ranks
-            .iter()
-            .any(|r| matches!(r.state, RankState::Queued | RankState::Loading { .. }));
+        let ranks = &self.page.ranks;
+        let loading = ranks.loading();
         dom::show(&by_id("cancel"), loading);
-        if !loading && self.active.is_none() && !self.ranks.is_empty() {
+        if !loading && self.active.is_none() && !ranks.is_empty() {
             dom::set_status("failed");
             // Nothing to show: the prompt again, saying why, rather than an empty
             // toolbar and tabs.
-            let cancelled = self
-                .ranks
+            let cancelled = ranks
                 .iter()
-                .any(|r| matches!(&r.state, RankState::Failed(m) if m == CANCELLED));
+                .any(|r| matches!(&r.phase, Phase::Failed(m) if m == CANCELLED));
             let note: HtmlElement = by_id("empty-note");
             note.set_text_content(Some(if cancelled {
                 "Loading was cancelled: no file is open."
@@ -863,21 +854,14 @@ impl App {
             dom::show(&by_id("empty-state"), true);
         }
         let summary: HtmlElement = by_id("load-summary");
-        let ready = self
-            .ranks
-            .iter()
-            .filter(|r| matches!(r.state, RankState::Ready(_)))
-            .count();
-        let failed = self
-            .ranks
-            .iter()
-            .filter(|r| matches!(r.state, RankState::Failed(_)))
-            .count();
+        let ready = ranks.iter().filter(|r| r.is_ready()).count();
+        let failed = ranks.iter().filter(|r| r.is_failed()).count();
+        let opened = ranks.len();
         let what = self.files_noun();
         let text = if loading {
             format!(
                 "{ready} of {} loaded, {}",
-                plural(self.ranks.len(), what),
+                plural(opened, what),
                 plural(self.pool.len(), "worker")
             )
         } else if failed > 0 {
@@ -890,7 +874,7 @@ impl App {
             )
         };
         summary.set_text_content(Some(&text));
-        if !loading && !self.ranks.is_empty() {
+        if !loading && opened > 0 {
             // Once per batch of files: the moment every rank finished.
             let stamp = format!("{}", self.load_started_ms);
             if summary.get_attribute("data-loaded-at").as_deref() != Some(stamp.as_str()) {
@@ -907,43 +891,55 @@ impl App {
         crate::fleet::on_ranks_changed(self);
     }
 
-    /// Redraws rank `i`'s card.
-    fn render_card(&self, i: usize) {
-        let rank = &self.ranks[i];
-        let card = &rank.card;
+    /// Lays the cards out again in the ranks' order, each drawn.
+    fn render_cards(&self) {
+        let list: HtmlElement = by_id("ranks");
+        clear(&list);
+        for rank in self.page.ranks.iter() {
+            if let Some(handles) = self.handles.get(&rank.key) {
+                append(&list, &handles.card);
+            }
+        }
+        for rank in self.page.ranks.iter() {
+            self.render_card(rank.key);
+        }
+    }
+
+    /// Redraws rank `key`'s card.
+    fn render_card(&self, key: u32) {
+        let (Some(rank), Some(handles)) = (self.page.ranks.get(key), self.handles.get(&key)) else {
+            return;
+        };
+        let card = &handles.card;
         clear(card);
         attr(card, "data-file", &rank.name);
         attr(
             card,
             "data-rank",
-            &rank.rank.map_or(String::new(), |r| r.to_string()),
+            &rank.number.map_or(String::new(), |r| r.to_string()),
         );
         let head = el("div", "rank-head");
-        let label = match rank.rank {
+        let label = match rank.number {
             Some(r) => format!("rank {r}"),
             None => "file".to_owned(),
         };
         append(&head, &el_text("span", "rank-label", &label));
         append(&head, &el_text("span", "rank-name", &rank.name));
         append(card, &head);
-        match &rank.state {
-            RankState::Queued => {
+        match &rank.phase {
+            Phase::Queued => {
                 let _ = card.class_list().remove_1("failed");
                 append(
                     card,
                     &el_text("div", "rank-status", "waiting for a worker…"),
                 );
             }
-            RankState::Loading {
+            Phase::Loading {
                 bytes_read,
-                total,
-                phase,
+                total_bytes: total,
+                stage,
             } => {
-                let what = match phase {
-                    LoadPhase::Reading => "reading",
-                    LoadPhase::Analysing => "analysing",
-                    LoadPhase::Drawing => "laying out",
-                };
+                let what = stage.word();
                 let text = if *total > 0.0 {
                     format!(
                         "{what} {} of {}",
@@ -962,7 +958,7 @@ impl App {
                 }
                 append(card, &bar);
             }
-            RankState::Failed(message) => {
+            Phase::Failed(message) => {
                 let _ = card.class_list().add_1("failed");
                 let error = el("div", "rank-error");
                 attr(&error, "role", "alert");
@@ -970,7 +966,7 @@ impl App {
                 attr(
                     &error,
                     "data-rank",
-                    &rank.rank.map_or(String::new(), |r| r.to_string()),
+                    &rank.number.map_or(String::new(), |r| r.to_string()),
                 );
                 attr(&error, "data-error", message);
                 error.set_text_content(Some(&format!(
@@ -979,11 +975,14 @@ impl App {
                 )));
                 append(card, &error);
             }
-            RankState::Ready(info) => {
+            Phase::Ready => {
+                let Some(info) = handles.info.as_ref() else {
+                    return;
+                };
                 let _ = card.class_list().remove_1("failed");
                 attr(card, "data-worker-ms", &format!("{:.1}", info.load_ms));
                 // Waiting for the worker, its stages, then the rest until the page had it.
-                let queued = info.started_epoch_ms - rank.sent_epoch_ms;
+                let queued = info.started_epoch_ms - handles.sent_epoch_ms;
                 let delivered = js_sys::Date::now() - info.started_epoch_ms - info.load_ms;
                 let timings: Vec<String> = std::iter::once(("queued", queued))
                     .chain(info.timings.iter().map(|(stage, ms)| (stage.as_str(), *ms)))
@@ -1016,7 +1015,7 @@ impl App {
                     attr(
                         &row,
                         "data-rank",
-                        &rank.rank.map_or(String::new(), |r| r.to_string()),
+                        &rank.number.map_or(String::new(), |r| r.to_string()),
                     );
                     attr(&row, "data-device", &s.device.to_string());
                     attr(

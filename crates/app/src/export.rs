@@ -20,19 +20,17 @@ use web_sys::{HtmlAnchorElement, HtmlCanvasElement, HtmlImageElement};
 
 use memscope_protocol::lens::{CsvAnswer, CsvTable};
 
-use crate::app::{App, RankState};
+use crate::app::App;
 use crate::dom;
 use crate::input::{on_click, route};
 
 /// The loaded (file, device) summaries.
 pub fn summaries(app: &App) -> Vec<DeviceSummary> {
-    app.ranks
+    app.page
+        .ranks
         .iter()
-        .filter_map(|r| match &r.state {
-            RankState::Ready(info) => Some(info.devices.iter().map(|d| d.summary.clone())),
-            _ => None,
-        })
-        .flatten()
+        .filter_map(|r| app.info(r.key))
+        .flat_map(|info| info.devices.iter().map(|d| d.summary.clone()))
         .collect()
 }
 
@@ -115,11 +113,8 @@ pub fn anomalies_json(app: &App) -> Result<(String, usize), String> {
         .filter_map(|a| {
             let warnings = combined
                 .key_of(&a.id)
-                .and_then(|(key, _)| app.ranks.iter().find(|r| r.key == key))
-                .and_then(|r| match &r.state {
-                    RankState::Ready(info) => Some(info.warnings.as_slice()),
-                    _ => None,
-                })
+                .and_then(|(key, _)| app.info(key))
+                .map(|info| info.warnings.as_slice())
                 .unwrap_or(&[]);
             serde_json_line(&Line {
                 anomaly: a,
@@ -293,7 +288,7 @@ fn export_figure(app: &App, png: bool, size: memscope_figures::Size) -> Result<(
 fn base_name(app: &App) -> String {
     app.active
         .and_then(|(key, device)| {
-            let rank = app.ranks.iter().find(|r| r.key == key)?;
+            let rank = app.page.ranks.get(key)?;
             Some(memscope_page::names::download_stem(&rank.name, device))
         })
         .unwrap_or_else(|| "memscope".to_owned())

@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::HtmlElement;
 
-use crate::app::{App, RankState};
+use crate::app::App;
 use crate::dom;
 use crate::share;
 
@@ -80,8 +80,8 @@ pub fn prepare(app: &mut App) {
     };
     let mut ranks = Vec::new();
     let mut requests = Vec::new();
-    for r in &app.ranks {
-        let (RankState::Ready(_), Some(slot)) = (&r.state, r.slot) else {
+    for r in app.page.ranks.iter() {
+        let (true, Some(slot)) = (r.is_ready(), app.slot_of(r.key)) else {
             continue;
         };
         let shown = active.is_some_and(|(k, _)| k == r.key);

@@ -45,7 +45,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use memscope_fleet::{FleetReport, RankFacts, RankId, Thresholds};
-use memscope_page::examined::{examination, Examination, RankProgress};
+use memscope_page::examined::{examination, Examination};
+use memscope_page::ranks::Phase;
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
@@ -54,7 +55,7 @@ use memscope_snapshot::units::{format_bytes, format_count};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlElement, KeyboardEvent, MouseEvent};
 
-use crate::app::{App, RankState, Shared};
+use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, on};
 use crate::input::{on_click, route};
 use crate::later::{self, Later, When};
@@ -305,8 +306,8 @@ fn zoom_to_window(app: &mut App, w: Window) {
 
 /// The folder-relative path the browser gives for a file picked from a folder, else
 /// the file name.
-fn given_path(rank: &crate::app::Rank) -> String {
-    let relative = match &rank.source {
+fn given_path(app: &App, rank: &memscope_page::ranks::Rank) -> String {
+    let relative = match app.source_of(rank.key) {
         // `webkitRelativePath` (set for files picked from a folder) is not in web-sys.
         Some(Source::File(f)) => js_sys::Reflect::get(f, &"webkitRelativePath".into())
             .ok()
@@ -326,10 +327,10 @@ fn path_of(app: &App, key: u32) -> String {
     if let Some(p) = app.fleet.paths.get(&key) {
         return p.clone();
     }
-    let Some(rank) = app.ranks.iter().find(|r| r.key == key) else {
+    let Some(rank) = app.page.ranks.get(key) else {
         return String::new();
     };
-    let path = given_path(rank);
+    let path = given_path(app, rank);
     if app.fleet.paths.values().any(|p| *p == path) {
         // The same file (or name) twice: keep both apart.
         format!("copy {key}/{path}")
@@ -356,7 +357,7 @@ pub fn on_reopened(app: &mut App, rank_key: u32) -> bool {
 /// Whether the model of rank `key` may be dropped: its record is in and no fleet
 /// question waits on its worker.
 pub fn may_drop(app: &App, key: u32) -> bool {
-    app.fleet.reports.contains_key(&key)
+    app.page.ranks.get(key).is_some_and(|r| r.reported)
         && !heat::waits_on(app, key)
         && !compare::waits_on(app, key)
 }
@@ -366,7 +367,7 @@ pub fn may_drop(app: &App, key: u32) -> bool {
 /// they can be dropped ([`crate::memory`]). A rank read again (its model had been
 /// dropped) keeps the record it has.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
-    if app.fleet.reports.contains_key(&rank_key) {
+    if app.page.ranks.get(rank_key).is_some_and(|r| r.reported) {
         return;
     }
     let path = path_of(app, rank_key);
@@ -375,14 +376,10 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
         // Unless the rank is gone, or read again by another worker (asked in turn).
         if app.slot_of(rank_key) == Some(slot) {
             let path = path_of(app, rank_key);
-            let file_bytes =
-                app.ranks
-                    .iter()
-                    .find(|r| r.key == rank_key)
-                    .and_then(|r| match &r.source {
-                        Some(Source::File(f)) => Some(f.size() as u64),
-                        _ => None,
-                    });
+            let file_bytes = match app.source_of(rank_key) {
+                Some(Source::File(f)) => Some(f.size() as u64),
+                _ => None,
+            };
             app.pool.send(
                 slot,
                 Request::Fleet {
@@ -407,6 +404,9 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
             app.fleet
                 .reports
                 .insert(rank_key, entries.into_iter().map(Rc::new).collect());
+            app.dispatch(memscope_page::Msg::Rank(
+                memscope_page::ranks::RankMsg::Reported(rank_key),
+            ));
             app.fleet.signature.clear();
             refresh_soon(app);
             filed::on_reported(app, rank_key);
@@ -429,7 +429,7 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
 pub fn on_ranks_changed(app: &mut App) {
     dom::show(
         &by_id("view-switch"),
-        !app.ranks.is_empty() || app.fleet.filed.is_some(),
+        !app.page.ranks.is_empty() || app.fleet.filed.is_some(),
     );
     refresh_soon(app);
     update_status(app);
@@ -466,12 +466,12 @@ pub fn on_view_changed(app: &mut App) {
 /// [`state_code`] of a ready rank.
 const READY: u8 = 2;
 
-fn state_code(state: &RankState) -> u8 {
-    match state {
-        RankState::Queued => 0,
-        RankState::Loading { .. } => 1,
-        RankState::Ready(_) => READY,
-        RankState::Failed(_) => 3,
+fn state_code(rank: &memscope_page::ranks::Rank) -> u8 {
+    match rank.phase {
+        Phase::Queued => 0,
+        Phase::Loading { .. } => 1,
+        Phase::Ready => READY,
+        Phase::Failed(_) => 3,
     }
 }
 
@@ -481,13 +481,15 @@ fn state_code(state: &RankState) -> u8 {
 /// for its heatmap rows again (which would delay the very read it waits for).
 fn signature(app: &App) -> Vec<(u32, u8)> {
     let filed = filed::shown(app).into_iter().map(|(key, _)| (key, READY));
-    let code = |r: &crate::app::Rank| match r.state {
-        RankState::Queued | RankState::Loading { .. } if app.fleet.reports.contains_key(&r.key) => {
+    let code = |r: &memscope_page::ranks::Rank| {
+        if r.is_loading() && r.reported {
             READY
+        } else {
+            state_code(r)
         }
-        ref state => state_code(state),
     };
-    app.ranks
+    app.page
+        .ranks
         .iter()
         .map(|r| (r.key, code(r)))
         .chain(filed)
@@ -503,9 +505,9 @@ fn refresh(app: &mut App) {
     app.fleet.signature = signature;
     let mut entries: Vec<Rc<RankEntry>> = Vec::new();
     let mut who = Vec::new();
-    for r in &app.ranks {
+    for r in app.page.ranks.iter() {
         // A rank being read again (its model was dropped) keeps its row.
-        if matches!(r.state, RankState::Failed(_)) {
+        if r.is_failed() {
             continue;
         }
         for entry in app.fleet.reports.get(&r.key).into_iter().flatten() {
@@ -518,15 +520,16 @@ fn refresh(app: &mut App) {
         entries.push(entry);
     }
     let failed: Vec<String> = app
+        .page
         .ranks
         .iter()
-        .filter(|r| matches!(r.state, RankState::Failed(_)))
+        .filter(|r| r.is_failed())
         .map(|r| {
             app.fleet
                 .paths
                 .get(&r.key)
                 .cloned()
-                .unwrap_or_else(|| given_path(r))
+                .unwrap_or_else(|| given_path(app, r))
         })
         .collect();
     let failed = failed
@@ -570,17 +573,12 @@ pub fn combined_all(app: &App) -> Result<Option<&Combined>, Examination> {
 
 /// How far the examination of the opened ranks is.
 fn examination_of(app: &App) -> Examination {
-    let progress = app.ranks.iter().map(|r| {
-        // A rank read again (its model dropped, or its worker lost) keeps its report.
-        if app.fleet.reports.contains_key(&r.key) {
-            return RankProgress::Reported;
-        }
-        match r.state {
-            RankState::Queued | RankState::Loading { .. } => RankProgress::Reading,
-            RankState::Ready(_) => RankProgress::Examining,
-            RankState::Failed(_) => RankProgress::Failed,
-        }
-    });
+    // A rank read again (its model dropped, or its worker lost) keeps its report.
+    let progress = app
+        .page
+        .ranks
+        .iter()
+        .map(memscope_page::ranks::Rank::progress);
     examination(progress, signature(app) == app.fleet.signature)
 }
 
@@ -605,7 +603,7 @@ fn render_all(app: &mut App) {
 /// combined yet), `ready` (every panel's data made from every loaded rank; the panels
 /// are drawn whenever the view is shown).
 fn update_status(app: &App) {
-    let status = if app.ranks.is_empty() && app.fleet.filed.is_none() {
+    let status = if app.page.ranks.is_empty() && app.fleet.filed.is_none() {
         "empty"
     } else if combined_all(app).is_err() || !app.fleet.heat.settled() {
         "loading"

@@ -230,14 +230,11 @@ fn expose_for_automation(app: &Shared) {
             let app = app.borrow();
             let out = js_sys::Object::new();
             let allocations: u32 = app
+                .page
                 .ranks
                 .iter()
-                .filter_map(|r| match &r.state {
-                    app::RankState::Ready(info) => {
-                        Some(info.devices.iter().map(|d| d.allocations).sum::<u32>())
-                    }
-                    _ => None,
-                })
+                .filter_map(|r| app.info(r.key))
+                .map(|info| info.devices.iter().map(|d| d.allocations).sum::<u32>())
                 .sum();
             let _ = js_sys::Reflect::set(&out, &"allocations".into(), &allocations.into());
             let _ = js_sys::Reflect::set(&out, &"settled".into(), &app.strips_settled().into());

@@ -14,7 +14,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{HtmlElement, MessageEvent};
 
-use crate::app::{App, RankState, Shared};
+use crate::app::{App, Shared};
 use crate::dom::{self, append, by_id, clear, el, el_text};
 
 /// The share state kept by the page.
@@ -39,9 +39,10 @@ pub struct Share {
 const REPLACE_MS: f64 = 250.0;
 
 fn loaded_names(app: &App) -> Vec<String> {
-    app.ranks
+    app.page
+        .ranks
         .iter()
-        .filter(|r| matches!(r.state, RankState::Ready(_)))
+        .filter(|r| r.is_ready())
         .map(|r| r.name.clone())
         .collect()
 }
@@ -55,7 +56,7 @@ pub fn current(app: &App) -> ViewState {
     };
     let page = &app.page;
     if let Some((key, device)) = app.active {
-        if let Some(rank) = app.ranks.iter().find(|r| r.key == key) {
+        if let Some(rank) = app.page.ranks.get(key) {
             state.active = Some((rank.name.clone(), device));
         }
         let w = page.window;
@@ -180,11 +181,8 @@ pub fn try_restore(app: &mut App) {
         app.share.pending = None;
         return;
     };
-    let ready: Vec<&crate::app::Rank> = app
-        .ranks
-        .iter()
-        .filter(|r| matches!(r.state, RankState::Ready(_)))
-        .collect();
+    let ready: Vec<&memscope_page::ranks::Rank> =
+        app.page.ranks.iter().filter(|r| r.is_ready()).collect();
     let names: Vec<&str> = ready.iter().map(|r| r.name.as_str()).collect();
     let Some(key) = find_file(file, &names).map(|i| ready[i].key) else {
         return;

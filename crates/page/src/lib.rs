@@ -15,7 +15,8 @@
 //! segment; and the fleet view's
 //! settings ([`fleet`]). Rules about the opened ranks that need no browser live here
 //! too: which models to drop over the memory budget ([`held`]) and whether the
-//! fleet's results cover every rank ([`examined`]).
+//! fleet's results cover every rank ([`examined`]). The opened ranks themselves — names,
+//! loads, failures, models held or dropped, reports in — are kept here too ([`ranks`]).
 //! Web-free, so the interaction rules are tested natively.
 
 pub mod examined;
@@ -25,6 +26,7 @@ pub mod held;
 pub mod keys;
 pub mod names;
 pub mod paging;
+pub mod ranks;
 pub mod requests;
 pub mod table;
 pub mod timeline_asks;
@@ -148,6 +150,8 @@ pub struct Search {
 /// Everything the page shows, each with one owner.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
+    /// The opened ranks: names, loads, models held or dropped, reports in.
+    pub ranks: ranks::Ranks,
     /// The rank (by key) and device on the timeline.
     pub shown: Option<Owner>,
     /// How far the shown device reaches.
@@ -353,6 +357,8 @@ pub enum Msg {
     },
     /// Show the device whose row has the keyboard (Enter or Space on it, as a click).
     ShowFocusedDevice,
+    /// Something happened to the opened ranks.
+    Rank(ranks::RankMsg),
 }
 
 /// A part of the page to bring up to date with the state.
@@ -404,6 +410,10 @@ pub enum Part {
     TableOpen,
     /// The device whose row has the keyboard is shown.
     FocusedDevice,
+    /// The list of ranks' cards, laid out again in the ranks' order (files were opened).
+    Cards,
+    /// The card of rank `key`.
+    Card(u32),
 }
 
 /// A question for the shown device's worker.
@@ -775,6 +785,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             ask_events(s, fx);
         }
         Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
+        Msg::Rank(msg) => ranks::apply(&mut s.ranks, msg, fx),
     }
 }
 

@@ -106,7 +106,7 @@ fn opened(app: &mut App, name: String, text: Result<String, String>) {
                 "{name} could not be opened as a fleet report: {reason}"
             )));
             dom::show(&note, true);
-            if app.ranks.is_empty() && app.fleet.filed.is_none() {
+            if app.page.ranks.is_empty() && app.fleet.filed.is_none() {
                 dom::set_status("failed");
             }
             return;
@@ -126,12 +126,7 @@ fn opened(app: &mut App, name: String, text: Result<String, String>) {
     render_banner(app);
     refresh_soon(app);
     update_status(app);
-    if app.ranks.iter().all(|r| {
-        !matches!(
-            r.state,
-            crate::app::RankState::Queued | crate::app::RankState::Loading { .. }
-        )
-    }) {
+    if !app.page.ranks.loading() {
         dom::set_status("ready");
     }
 }
