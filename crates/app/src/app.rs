@@ -71,7 +71,6 @@ pub struct App {
     pub later: crate::later::Pending,
     /// The pointer drag in progress, whichever view it started on.
     pub drag: crate::input::Drag,
-    pub active: Option<(u32, i32)>,
     pub detail: Option<AllocationDetail>,
     next_request: u32,
     /// The call sites' palette entries, decided from the legends of every rank seen;
@@ -123,7 +122,6 @@ impl App {
             strips_due: false,
             later: Default::default(),
             drag: Default::default(),
-            active: None,
             detail: None,
             next_request: 1,
             palette: Default::default(),
@@ -186,7 +184,7 @@ impl App {
         dom::set_status("loading");
         // Show the workspace now, so the canvas has its real size when the first
         // rank's worker lays out its first view.
-        if self.active.is_none() {
+        if self.page.shown.is_none() {
             dom::show(&by_id("empty-state"), false);
             dom::show(&by_id("workspace"), true);
         }
@@ -373,7 +371,7 @@ impl App {
                     };
                     handles.info = Some(info);
                     crate::memory::on_loaded(self, key, file_bytes);
-                    if self.active.is_none() {
+                    if self.page.shown.is_none() {
                         if let Some((key, device)) = first {
                             self.activate(key, device, false);
                         }
@@ -420,9 +418,6 @@ impl App {
                         RankMsg::WorkerLost { key, read_again }
                     };
                     self.dispatch(Msg::Rank(msg));
-                    if self.active.is_some_and(|(k, _)| k == key) {
-                        self.active = None;
-                    }
                 }
                 self.schedule();
                 self.update_chrome();
@@ -506,8 +501,6 @@ impl App {
         else {
             return;
         };
-        self.active = Some((key, device));
-        crate::memory::touch(self, key);
         let has_time = d.has_time;
         dom::show(&by_id("empty-note"), false);
         if let Some(body) = dom::document().body() {
@@ -550,6 +543,8 @@ impl App {
                 has_time,
             },
         );
+        // After the model shows it: the budget's trim never drops the shown rank.
+        crate::memory::touch(self, key);
         crate::timeline::publish_window(&self.page.window);
         if request {
             self.request_strips();
@@ -578,7 +573,8 @@ impl App {
                 let device = e
                     .get_attribute("data-device")
                     .and_then(|d| d.parse::<i32>().ok());
-                let on = matches!((key, device), (Some(k), Some(d)) if self.active == Some((k, d)));
+                let on =
+                    matches!((key, device), (Some(k), Some(d)) if self.page.shown == Some((k, d)));
                 let _ = e.class_list().toggle_with_force("selected", on);
                 attr(&e, "aria-selected", if on { "true" } else { "false" });
             }
@@ -596,7 +592,7 @@ impl App {
     /// Asks the active device's worker for strips of the current view (one request in
     /// flight at a time; later changes are coalesced).
     pub fn request_strips(&mut self) {
-        let Some((key, device)) = self.active else {
+        let Some((key, device)) = self.page.shown else {
             return;
         };
         let Some(slot) = self.slot_of(key) else {
@@ -684,7 +680,7 @@ impl App {
         match ask {
             Ask::Strips => self.request_strips(),
             Ask::Detail(id) => {
-                let Some((key, device)) = self.active else {
+                let Some((key, device)) = self.page.shown else {
                     return;
                 };
                 if let Some(slot) = self.slot_of(key) {
@@ -836,7 +832,7 @@ impl App {
         let ranks = &self.page.ranks;
         let loading = ranks.loading();
         dom::show(&by_id("cancel"), loading);
-        if !loading && self.active.is_none() && !ranks.is_empty() {
+        if !loading && self.page.shown.is_none() && !ranks.is_empty() {
             dom::set_status("failed");
             // Nothing to show: the prompt again, saying why, rather than an empty
             // toolbar and tabs.

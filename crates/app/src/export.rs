@@ -286,7 +286,8 @@ fn export_figure(app: &App, png: bool, size: memscope_figures::Size) -> Result<(
 /// The downloaded file's name without extension: the shown rank (by its path
 /// relative to what was opened) and device.
 fn base_name(app: &App) -> String {
-    app.active
+    app.page
+        .shown
         .and_then(|(key, device)| {
             let rank = app.page.ranks.get(key)?;
             Some(memscope_page::names::download_stem(&rank.name, device))
@@ -303,7 +304,7 @@ fn shown_table_csv(
 ) -> Option<Result<(String, String, String), &'static str>> {
     const NO_DEVICE: &str = "open a device first";
     // The settings and the state come with the device's first answers.
-    let not_yet = if app.active.is_some() {
+    let not_yet = if app.page.shown.is_some() {
         "the shown device is still loading"
     } else {
         NO_DEVICE
@@ -336,7 +337,7 @@ fn shown_table_csv(
                 )
             })
             .ok_or(not_yet),
-        "whatif-csv" if app.active.is_none() => Err(NO_DEVICE),
+        "whatif-csv" if app.page.shown.is_none() => Err(NO_DEVICE),
         "whatif-csv" => crate::lenses::whatif_csv(app).map(|(text, n)| {
             let what = counted(n as u64, "configuration", "configurations");
             (device("what-if"), text, what)
@@ -412,7 +413,7 @@ fn export(app: &crate::app::Shared) {
             }
         },
         "top-csv" | "events-csv" => match csv_table {
-            Some(table) if app_ref.active.is_some() => {
+            Some(table) if app_ref.page.shown.is_some() => {
                 set_status("Writing the table…");
                 crate::lenses::ask_csv(&mut app_ref, table);
                 Ok(())

@@ -66,7 +66,7 @@ pub fn prepare(app: &mut App) {
     reset(app);
     let only_shown = choice("export-html-ranks") == "shown";
     let visible = choice("export-html-range") == "visible";
-    let active = app.active;
+    let active = app.page.shown;
     let mut view = share::current(app);
     let window = app.page.window;
     let range = match (visible, active, app.timeline.as_ref()) {

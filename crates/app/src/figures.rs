@@ -88,7 +88,7 @@ pub fn look(print: bool) -> Look {
 
 /// The shown rank's file stem and device, for titles and file names.
 fn active(app: &App) -> Option<(String, i32)> {
-    let (key, device) = app.active?;
+    let (key, device) = app.page.shown?;
     let name = app.page.ranks.get(key)?.name.clone();
     Some((name, device))
 }

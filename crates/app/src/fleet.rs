@@ -237,7 +237,7 @@ pub fn focus(app: &mut App, target: Target) {
     }
     set_view(app, false);
     app.activate(target.key, target.device, true);
-    if app.active != Some((target.key, target.device)) {
+    if app.page.shown != Some((target.key, target.device)) {
         return;
     }
     if let Some(w) = target.window {
@@ -411,7 +411,7 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
             refresh_soon(app);
             filed::on_reported(app, rank_key);
             crate::memory::trim(app);
-            if app.active.is_some_and(|(k, _)| k == rank_key) {
+            if app.page.shown.is_some_and(|(k, _)| k == rank_key) {
                 lanes::render_rank_lane(app);
             }
         }
@@ -450,7 +450,7 @@ pub fn on_device_shown(app: &mut App) {
         .fleet
         .selection
         .as_ref()
-        .is_some_and(|s| app.active != Some((s.key, s.device)))
+        .is_some_and(|s| app.page.shown != Some((s.key, s.device)))
     {
         app.fleet.selection = None;
     }

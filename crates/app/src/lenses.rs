@@ -141,7 +141,7 @@ impl Default for Lenses {
 /// Sends a lens request for the active device (or queues it behind the one of its kind
 /// in flight).
 fn ask(app: &mut App, request: LensRequest) {
-    let Some((rank_key, _)) = app.active else {
+    let Some((rank_key, _)) = app.page.shown else {
         return;
     };
     // A question no worker can take is not asked (it would block its kind).
@@ -198,7 +198,7 @@ fn drawn(app: &mut App, what: &'static str, asked: f64) {
 
 /// A device is shown: forget the last one's state and ask for the new one's.
 pub fn on_device_shown(app: &mut App) {
-    let device = app.active;
+    let device = app.page.shown;
     let l = &mut app.lenses;
     l.device = device;
     l.requests.set_owner(device);
@@ -241,10 +241,10 @@ pub fn on_strips_drawn(app: &mut App) {
 
 /// The first questions about the shown device, once its worker has read its files.
 fn start(app: &mut App) {
-    if app.lenses.device != app.active {
+    if app.lenses.device != app.page.shown {
         return;
     }
-    if let Some(slot) = app.active.and_then(|(key, _)| app.slot_of(key)) {
+    if let Some(slot) = app.page.shown.and_then(|(key, _)| app.slot_of(key)) {
         if app.loads_pending(slot) {
             // Then after a paint, as from the first strips; once for any number of
             // devices shown meanwhile.
@@ -575,7 +575,7 @@ fn render_tab(app: &mut App) {
 
 /// Asks for (or redraws) what the visible tab shows.
 fn refresh_tab(app: &mut App) {
-    if app.active.is_none() {
+    if app.page.shown.is_none() {
         return;
     }
     match app.page.lens_tab {

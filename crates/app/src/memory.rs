@@ -79,7 +79,7 @@ pub fn trim(app: &mut App) {
             used: r.used,
             // Bytes handed over by another page cannot be read again.
             droppable: app.source_of(r.key).is_some()
-                && app.active.is_none_or(|(k, _)| k != r.key)
+                && app.page.shown.is_none_or(|(k, _)| k != r.key)
                 && crate::fleet::may_drop(app, r.key),
         })
         .collect();

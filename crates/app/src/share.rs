@@ -55,7 +55,7 @@ pub fn current(app: &App) -> ViewState {
         ..ViewState::default()
     };
     let page = &app.page;
-    if let Some((key, device)) = app.active {
+    if let Some((key, device)) = app.page.shown {
         if let Some(rank) = app.page.ranks.get(key) {
             state.active = Some((rank.name.clone(), device));
         }
@@ -87,7 +87,7 @@ pub fn current(app: &App) -> ViewState {
 /// The view changed: write it to the hash. `push` adds a history entry (a discrete
 /// change); otherwise the current entry is replaced, at most every 250 ms.
 pub fn changed(app: &mut App, push: bool) {
-    if app.share.restoring || (app.share.pending.is_some() && app.active.is_none()) {
+    if app.share.restoring || (app.share.pending.is_some() && app.page.shown.is_none()) {
         // Applying a bookmark, or still waiting for its files: keep its hash.
         return;
     }
@@ -219,7 +219,7 @@ fn apply_steps(app: &mut App, state: &ViewState, key: u32, device: i32) {
             button.click();
         }
     }
-    if app.active != Some((key, device)) {
+    if app.page.shown != Some((key, device)) {
         app.activate(key, device, true);
     }
     app.dispatch(Msg::SetYScale(state.y_scale.unwrap_or_default()));

@@ -785,7 +785,20 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             ask_events(s, fx);
         }
         Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
-        Msg::Rank(msg) => ranks::apply(&mut s.ranks, msg, fx),
+        Msg::Rank(msg) => {
+            // A rank that fails or loses its worker has no model left to show: the
+            // timeline stops showing it (the app then shows another, if any).
+            let gone = match &msg {
+                ranks::RankMsg::Failed { key, .. } | ranks::RankMsg::WorkerLost { key, .. } => {
+                    Some(*key)
+                }
+                _ => None,
+            };
+            ranks::apply(&mut s.ranks, msg, fx);
+            if gone.is_some() && s.shown.map(|(key, _)| key) == gone {
+                s.shown = None;
+            }
+        }
     }
 }
 

@@ -580,3 +580,38 @@ fn the_moment_panel_lists_the_selections_segment_else_the_one_chosen_else_the_fi
     );
     assert_eq!(s.moment_segment, None);
 }
+
+#[test]
+fn a_shown_rank_that_fails_or_loses_its_worker_is_no_longer_shown() {
+    use ranks::RankMsg;
+    // Another rank's loss leaves the shown device alone.
+    for lost in [
+        RankMsg::Failed {
+            key: OWNER.0 + 1,
+            why: "gone".into(),
+        },
+        RankMsg::WorkerLost {
+            key: OWNER.0 + 1,
+            read_again: true,
+        },
+    ] {
+        let mut s = shown();
+        update(&mut s, Msg::Rank(lost));
+        assert_eq!(s.shown, Some(OWNER));
+    }
+    // Its own loss clears it: one owner of the shown device, the model.
+    for lost in [
+        RankMsg::Failed {
+            key: OWNER.0,
+            why: "the worker stopped".into(),
+        },
+        RankMsg::WorkerLost {
+            key: OWNER.0,
+            read_again: true,
+        },
+    ] {
+        let mut s = shown();
+        update(&mut s, Msg::Rank(lost));
+        assert_eq!(s.shown, None);
+    }
+}

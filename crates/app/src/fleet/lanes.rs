@@ -361,7 +361,7 @@ fn clicked(app: &mut App, e: &MouseEvent) {
 
 /// The phases of the shown device, if reported.
 fn active_phases(app: &App) -> Option<&PhaseList> {
-    let (key, device) = app.active?;
+    let (key, device) = app.page.shown?;
     app.fleet
         .reports
         .get(&key)?

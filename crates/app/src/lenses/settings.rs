@@ -37,7 +37,7 @@ pub fn render(app: &mut App) {
     let body: HtmlElement = by_id("lens-settings");
     clear(&body);
     let Some(o) = app.lenses.overview.as_ref() else {
-        if app.active.is_some() {
+        if app.page.shown.is_some() {
             append(&body, &el_text("p", "hint", "Loading…"));
         }
         return;

@@ -92,7 +92,7 @@ pub fn render(app: &mut App) {
             &el_text(
                 "p",
                 "hint",
-                if app.active.is_some() {
+                if app.page.shown.is_some() {
                     "Loading the allocator's state…"
                 } else {
                     "Open a snapshot to see the allocator's state at any moment."

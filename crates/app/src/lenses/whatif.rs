@@ -95,7 +95,7 @@ fn oom_text(row: &WhatIfRow) -> String {
 pub fn render(app: &mut App) {
     let body: HtmlElement = by_id("lens-whatif");
     clear(&body);
-    if app.active.is_none() {
+    if app.page.shown.is_none() {
         return;
     }
     append(
