@@ -731,6 +731,7 @@ impl App {
             Part::Search | Part::SearchBox | Part::SearchMatches => {
                 crate::lenses::render_part(self, part)
             }
+            Part::Highlight => crate::lenses::render_highlight(self),
             Part::Flame => crate::lenses::flame::render_chrome(self),
             Part::FlameRoot => crate::lenses::flame::to_root(self),
             Part::WhatIf => crate::lenses::whatif::render_part(self),

@@ -48,9 +48,6 @@ pub use settings::roundup_csv;
 pub use state_panel::csv as state_csv;
 pub use whatif::csv as whatif_csv;
 
-use std::collections::HashSet;
-use std::rc::Rc;
-
 use memscope_page::requests::{Coalescer, Outgoing, Verdict};
 use memscope_page::{Msg, Part};
 use memscope_protocol::lens::{
@@ -70,19 +67,8 @@ use crate::later::{self, Later, When};
 /// The tabs under the memory timeline (the page model's).
 pub use memscope_page::LensTab as Tab;
 
-/// Where the highlighted allocations come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HighlightSource {
-    /// Nothing highlighted.
-    #[default]
-    None,
-    /// Search matches.
-    Search,
-    /// A flame node's allocations.
-    Node,
-}
-
-/// What the lenses know about the active device.
+/// What the lenses know about the shown device.
+#[derive(Default)]
 pub struct Lenses {
     /// The questions to the shown device's worker, one of each kind in flight.
     requests: Coalescer<LensKind, LensRequest>,
@@ -96,10 +82,6 @@ pub struct Lenses {
     pub moment: Option<Box<MomentAnswer>>,
     /// What the worker said about the range (the page model owns which it is).
     pub range: Option<RangeAnswer>,
-    /// Allocations kept bright in every view (`None`: all).
-    pub highlight: Option<Rc<HashSet<u32>>>,
-    /// What they are.
-    pub highlight_source: HighlightSource,
     /// The search box.
     pub search: search::SearchState,
     /// The flame graph.
@@ -114,28 +96,6 @@ pub struct Lenses {
     pub whatif: whatif::WhatIfState,
     /// The shown device's first questions wait for the timeline's first strips.
     start_pending: bool,
-}
-
-impl Default for Lenses {
-    fn default() -> Lenses {
-        Lenses {
-            requests: Coalescer::default(),
-            timings: Vec::new(),
-            device: None,
-            overview: None,
-            moment: None,
-            range: None,
-            highlight: None,
-            highlight_source: HighlightSource::None,
-            search: Default::default(),
-            flame: Default::default(),
-            rows: None,
-            lists: None,
-            panel: None,
-            whatif: Default::default(),
-            start_pending: false,
-        }
-    }
 }
 
 /// Sends a lens request for the active device (or queues it behind the one of its kind
@@ -205,8 +165,6 @@ pub fn on_device_shown(app: &mut App) {
     l.overview = None;
     l.moment = None;
     l.range = None;
-    l.highlight = None;
-    l.highlight_source = HighlightSource::None;
     l.flame.reset();
     l.whatif.reset();
     whatif::render(app);
@@ -216,9 +174,6 @@ pub fn on_device_shown(app: &mut App) {
     }
     if let Some(lists) = l.lists.as_mut() {
         lists.reset();
-    }
-    if let Some(t) = app.timeline.as_mut() {
-        t.set_highlight(None);
     }
     // Empty panels now; their contents once the memory timeline is on the screen, so
     // that the linked views never delay its first paint.
@@ -525,19 +480,12 @@ pub fn on_theme_changed(app: &mut App) {
     state_panel::rerender_lists(app);
 }
 
-/// Sets the highlighted allocations (`None`: all) and redraws every view.
-pub fn set_highlight(app: &mut App, set: Option<HashSet<u32>>, source: HighlightSource) {
-    app.lenses.highlight = set.map(Rc::new);
-    app.lenses.highlight_source = if app.lenses.highlight.is_some() {
-        source
-    } else {
-        HighlightSource::None
-    };
-    let h = app.lenses.highlight.clone();
+/// Draws the model's highlight (`None`: all allocations plainly) in every view.
+pub fn render_highlight(app: &mut App) {
+    let h = app.page.highlight.ids.clone();
     if let Some(t) = app.timeline.as_mut() {
         t.set_highlight(h.clone());
     }
-    app.schedule_redraw();
     rows::rehighlight(app);
     lists::render_all(app);
     state_panel::rerender_lists(app);
@@ -789,7 +737,9 @@ pub fn expose(app: &Shared) {
             );
             set(
                 "highlight",
-                l.highlight
+                a.page
+                    .highlight
+                    .ids
                     .as_ref()
                     .map_or(JsValue::NULL, |h| (h.len() as f64).into()),
             );

@@ -23,6 +23,7 @@ pub mod examined;
 pub mod flame;
 pub mod fleet;
 pub mod held;
+pub mod highlight;
 pub mod keys;
 pub mod names;
 pub mod paging;
@@ -180,6 +181,8 @@ pub struct State {
     /// The fleet view: which view is shown, the overview's sort, the heatmap's rows
     /// ([`fleet::update`] changes it).
     pub fleet: fleet::FleetView,
+    /// The allocations kept bright in every view, and who set them.
+    pub highlight: highlight::Highlight,
     /// The top-allocations table: its sort and filter, its keyboard row, its rows.
     pub table: table::TableView,
     /// The event list's rows: on the screen, held, asked for.
@@ -359,6 +362,8 @@ pub enum Msg {
     ShowFocusedDevice,
     /// Something happened to the opened ranks.
     Rank(ranks::RankMsg),
+    /// The highlighted allocations change.
+    Highlight(highlight::HighlightMsg),
 }
 
 /// A part of the page to bring up to date with the state.
@@ -376,6 +381,8 @@ pub enum Part {
     SearchBox,
     /// The search matches kept bright in every view.
     SearchMatches,
+    /// The highlighted allocations, in every view.
+    Highlight,
     /// The canvases and markers that follow the window.
     Window,
     /// The axis toggle.
@@ -542,6 +549,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.events.restart();
             s.whatif = whatif::WhatIfView::default();
             s.moment_segment = None;
+            highlight::apply(&mut s.highlight, highlight::HighlightMsg::Reset, fx);
             for part in [Part::Selection, Part::Range, Part::Search, Part::Axis] {
                 fx.push(Effect::Dom(part));
             }
@@ -785,6 +793,7 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             ask_events(s, fx);
         }
         Msg::ShowFocusedDevice => fx.push(Effect::Dom(Part::FocusedDevice)),
+        Msg::Highlight(msg) => highlight::apply(&mut s.highlight, msg, fx),
         Msg::Rank(msg) => {
             // A rank that fails or loses its worker has no model left to show: the
             // timeline stops showing it (the app then shows another, if any).

@@ -19,10 +19,11 @@ use memscope_snapshot::units::{format_bytes, format_count, format_duration_us};
 use web_sys::{Event, HtmlElement, MouseEvent};
 
 use super::glview::{dpr, GlView};
-use super::{ask, select_and_reveal, set_highlight, HighlightSource, Tab};
+use super::{ask, select_and_reveal, Tab};
 use crate::app::{App, Shared};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::input::{event_data, on_click, route};
+use memscope_page::highlight::{HighlightMsg, HighlightSource};
 
 /// CSS pixels per depth.
 const ROW_CSS: f64 = 18.0;
@@ -124,7 +125,7 @@ fn query(app: &App) -> Option<FlameQuery> {
         width_px: w,
         first_depth: (top / row_px).floor() as u32,
         rows: (f64::from(h) / row_px).ceil() as u32 + 1,
-        highlight_search: app.lenses.highlight_source == HighlightSource::Search,
+        highlight_search: app.page.highlight.source == HighlightSource::Search,
         selected: app.selected_id(),
         list_limit: LIST_LIMIT,
     })
@@ -212,13 +213,14 @@ pub fn on_answer(app: &mut App, a: FlameAnswer) {
     draw(app);
     render_chrome(app);
     if clicked {
-        match node_ids {
-            Some(ids) => set_highlight(app, Some(ids.into_iter().collect()), HighlightSource::Node),
-            None if app.lenses.highlight_source == HighlightSource::Node => {
-                set_highlight(app, None, HighlightSource::None)
-            }
-            None => {}
-        }
+        // A node's allocations, or the node's highlight taken back (a search's stays).
+        app.dispatch(Msg::Highlight(match node_ids {
+            Some(ids) => HighlightMsg::Set {
+                ids: ids.into_iter().collect(),
+                source: HighlightSource::Node,
+            },
+            None => HighlightMsg::Clear(HighlightSource::Node),
+        }));
     }
 }
 

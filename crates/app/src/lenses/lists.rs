@@ -169,7 +169,7 @@ fn cell(row: &HtmlElement, class: &str, text: &str) -> HtmlElement {
 pub fn render_events(app: &mut App) {
     let moment = app.lenses.moment.as_ref().map(|m| m.moment);
     let selected = app.selected_id();
-    let highlight = app.lenses.highlight.clone();
+    let highlight = app.page.highlight.ids.clone();
     let Some(l) = app.lenses.lists.as_ref() else {
         return;
     };
@@ -286,7 +286,7 @@ pub fn on_events(app: &mut App, page: EventsAnswer) {
 /// Draws the table's visible rows from the rows held (the model asks for the others).
 pub fn render_table(app: &mut App) {
     let selected = app.selected_id();
-    let highlight = app.lenses.highlight.clone();
+    let highlight = app.page.highlight.ids.clone();
     let view = &app.page.table;
     let Some(l) = app.lenses.lists.as_ref() else {
         return;

@@ -390,7 +390,7 @@ pub fn on_select(app: &mut App) {
 
 /// The highlight changed.
 pub fn rehighlight(app: &mut App) {
-    let h = app.lenses.highlight.clone();
+    let h = app.page.highlight.ids.clone();
     if let Some(p) = app.lenses.rows.as_mut() {
         for w in ALL {
             if let Some(gl) = p.get_mut(w).gl.as_mut() {
@@ -772,7 +772,7 @@ fn took(app: &mut App, which: Which) {
 
 /// The segment timeline arrived.
 pub fn on_segments(app: &mut App, a: SegmentsAnswer) {
-    let h = app.lenses.highlight.clone();
+    let h = app.page.highlight.ids.clone();
     if let Some(p) = app.lenses.rows.as_mut() {
         let pane = &mut p.segments;
         pane.expanded = a.expanded;
@@ -788,7 +788,7 @@ pub fn on_segments(app: &mut App, a: SegmentsAnswer) {
 
 /// The lanes arrived.
 pub fn on_lanes(app: &mut App, a: LanesAnswer) {
-    let h = app.lenses.highlight.clone();
+    let h = app.page.highlight.ids.clone();
     if let Some(p) = app.lenses.rows.as_mut() {
         let pane = &mut p.lanes;
         pane.selected_row = a.selected_row;
@@ -802,7 +802,7 @@ pub fn on_lanes(app: &mut App, a: LanesAnswer) {
 
 /// The pools arrived.
 pub fn on_pools(app: &mut App, a: PoolsAnswer) {
-    let h = app.lenses.highlight.clone();
+    let h = app.page.highlight.ids.clone();
     if let Some(p) = app.lenses.rows.as_mut() {
         let pane = &mut p.pools;
         pane.pool_rows = a.rows;

@@ -10,10 +10,11 @@ use memscope_protocol::lens::SearchAnswer;
 use memscope_snapshot::units::format_count;
 use web_sys::{Event, HtmlElement, HtmlInputElement};
 
-use super::{ask_search, flame, set_highlight, HighlightSource};
+use super::{ask_search, flame};
 use crate::app::{App, Shared};
 use crate::dom::{attr, by_id};
 use crate::input::{on_click, route};
+use memscope_page::highlight::{HighlightMsg, HighlightSource};
 
 /// How the worker read the search text.
 #[derive(Default)]
@@ -61,12 +62,13 @@ pub fn rehighlight(app: &mut App) {
             app.lenses.search = SearchState::default();
             render(app);
         }
-        if app.lenses.highlight_source == HighlightSource::Search {
-            set_highlight(app, None, HighlightSource::None);
-        }
+        app.dispatch(Msg::Highlight(HighlightMsg::Clear(HighlightSource::Search)));
     } else {
-        let set = app.page.search.ids.iter().copied().collect();
-        set_highlight(app, Some(set), HighlightSource::Search);
+        let ids = app.page.search.ids.iter().copied().collect();
+        app.dispatch(Msg::Highlight(HighlightMsg::Set {
+            ids,
+            source: HighlightSource::Search,
+        }));
     }
     flame::request(app);
 }

@@ -412,7 +412,7 @@ fn segment_map(app: &App, s: &memscope_analysis::SegmentView) -> HtmlElement {
         } else {
             base
         };
-        let colour = super::highlighted(colour, b.id, app.lenses.highlight.as_deref());
+        let colour = super::highlighted(colour, b.id, app.page.highlight.ids.as_deref());
         let c0 = (x0.floor() as usize).min(MAP_COLUMNS - 1);
         let c1 = (x1.ceil() as usize).clamp(c0 + 1, MAP_COLUMNS);
         for (c, slot) in best.iter_mut().enumerate().take(c1).skip(c0) {
@@ -552,8 +552,9 @@ fn render_blocks(app: &App) {
                     let _ = row.class_list().add_1("selected");
                 }
                 if app
-                    .lenses
+                    .page
                     .highlight
+                    .ids
                     .as_ref()
                     .is_some_and(|h| h.contains(&b.id))
                 {
@@ -635,8 +636,9 @@ fn render_point(app: &App) {
             let _ = row.class_list().add_1("selected");
         }
         if app
-            .lenses
+            .page
             .highlight
+            .ids
             .as_ref()
             .is_some_and(|h| h.contains(&r.id))
         {
