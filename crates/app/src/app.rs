@@ -445,7 +445,14 @@ impl App {
                     .set_legend(strips.rank_key, strips.device, legend);
                 let stale = strips.palette.as_slice() != self.palette.entries();
                 let taken = t.set_strips(*strips);
-                if changed || (taken && stale) {
+                // Strips just taken are coloured right when they carry the entries now
+                // decided, even if this legend changed them (a first rank's first view
+                // always does): asking again would lay the same view out twice before
+                // the first paint. Strips not taken leave the shown view in the entries
+                // decided before.
+                if taken {
+                    t.recolor = stale;
+                } else if changed {
                     t.recolor = true;
                 }
                 self.asks.answered(request, owner);
