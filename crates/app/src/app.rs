@@ -38,6 +38,8 @@ pub struct RankHandles {
     pub card: HtmlElement,
     /// When its load was sent to a worker, in ms since the Unix epoch.
     pub sent_epoch_ms: f64,
+    /// Its worker was asked to send its first device's view with the load.
+    pub first_view_sent: bool,
     /// What its worker said once it was read (devices, warnings); see [`App::info`].
     info: Option<RankInfo>,
 }
@@ -82,8 +84,12 @@ pub struct App {
     pub load_started_ms: f64,
     /// Strips were drawn since the current batch of files was added.
     painted_since_load: bool,
-    /// Work for a worker that waits until it has read its files ([`App::after_loads`]).
-    after_loads: Vec<(usize, Deferred)>,
+    /// Work that waits until a worker has read its files ([`App::after_loads`]), or,
+    /// without a worker, until every worker has and the device shown is drawn
+    /// ([`App::after_every_load`]).
+    after_loads: Vec<(Option<usize>, Deferred)>,
+    /// The device whose strips the timeline drew last.
+    painted: Option<(u32, i32)>,
     /// The single HTML file being prepared or ready to save ([`crate::export_html`]).
     pub html_export: Option<crate::export_html::Pending>,
     /// Single HTML files prepared so far (the serial of the last one).
@@ -129,6 +135,7 @@ impl App {
             load_started_ms: 0.0,
             painted_since_load: false,
             after_loads: Vec::new(),
+            painted: None,
             html_export: None,
             html_exports: 0,
         }
@@ -175,6 +182,7 @@ impl App {
                     slot: None,
                     card,
                     sent_epoch_ms: 0.0,
+                    first_view_sent: false,
                     info: None,
                 },
             );
@@ -203,10 +211,6 @@ impl App {
             let Some(slot) = self.pool.free_slot() else {
                 break;
             };
-            let (w, h) = self
-                .timeline
-                .as_mut()
-                .map_or((1600, 600), |t| t.first_view_size());
             let Some(source) = self.handles.get_mut(&key).and_then(|h| h.source.take()) else {
                 self.dispatch(Msg::Rank(RankMsg::Failed {
                     key,
@@ -223,16 +227,32 @@ impl App {
                 Source::Url(u) => Some(Source::Url(u.clone())),
                 Source::Bytes(_) => None,
             };
+            // Only a rank the page may show as soon as it is read gets its first view
+            // with the load: while nothing is shown, the first file each worker reads
+            // (whichever is read first is shown; a worker's next file comes after it).
+            let first_view = (self.page.shown.is_none() && !self.loads_pending_on(slot))
+                || self.page.ranks.reopening().is_some_and(|(k, _)| k == key);
+            let Some(handles) = self.handles.get_mut(&key) else {
+                continue;
+            };
             handles.slot = Some(slot);
+            handles.first_view_sent = first_view;
+            let view = first_view.then(|| {
+                let (width_px, height_px) = self
+                    .timeline
+                    .as_mut()
+                    .map_or((1600, 600), |t| t.first_view_size());
+                ViewHint {
+                    width_px,
+                    height_px,
+                }
+            });
             let name = self.name_of(key).to_owned();
             let request = Request::Load {
                 rank_key: key,
                 name,
                 source,
-                view: ViewHint {
-                    width_px: w,
-                    height_px: h,
-                },
+                view,
             };
             self.pool.send(slot, request);
             if let Some(handles) = self.handles.get_mut(&key) {
@@ -300,6 +320,14 @@ impl App {
     }
 
     /// Worker `slot` has files to read: one now, or ones waiting for any worker.
+    /// Whether worker `slot` has a file to read (queued files not counted).
+    fn loads_pending_on(&self, slot: usize) -> bool {
+        self.page
+            .ranks
+            .iter()
+            .any(|r| matches!(r.phase, Phase::Loading { .. }) && self.slot_of(r.key) == Some(slot))
+    }
+
     pub fn loads_pending(&self, slot: usize) -> bool {
         self.page.ranks.iter().any(|r| match r.phase {
             Phase::Queued => true,
@@ -313,16 +341,39 @@ impl App {
     /// slows down.
     pub fn after_loads(&mut self, slot: usize, f: impl FnOnce(&mut App) + 'static) {
         if self.loads_pending(slot) {
-            self.after_loads.push((slot, Box::new(f)));
+            self.after_loads.push((Some(slot), Box::new(f)));
         } else {
             f(self);
         }
     }
 
-    /// Runs the work whose worker is done reading.
+    /// Whether any file is queued or being read, or the device shown has not been
+    /// drawn yet.
+    fn any_load_pending(&self) -> bool {
+        let undrawn =
+            self.timeline.is_some() && self.page.shown.is_some_and(|s| self.painted != Some(s));
+        self.page.ranks.loading() || undrawn
+    }
+
+    /// Runs `f` once no worker reads a file and the device shown is drawn (at once if
+    /// so): for work every rank's load comes before. Two cores share every worker and
+    /// the page, so a worker done early that starts on such work slows the others'
+    /// loads, and its answers keep the page from drawing the first view.
+    pub fn after_every_load(&mut self, f: impl FnOnce(&mut App) + 'static) {
+        if self.any_load_pending() {
+            self.after_loads.push((None, Box::new(f)));
+        } else {
+            f(self);
+        }
+    }
+
+    /// Runs the work no longer waiting for loads.
     fn run_after_loads(&mut self) {
         for (slot, f) in std::mem::take(&mut self.after_loads) {
-            self.after_loads(slot, f);
+            match slot {
+                Some(slot) => self.after_loads(slot, f),
+                None => self.after_every_load(f),
+            }
         }
     }
 
@@ -370,10 +421,11 @@ impl App {
                         _ => 0.0,
                     };
                     handles.info = Some(info);
+                    let view_sent = handles.first_view_sent;
                     crate::memory::on_loaded(self, key, file_bytes);
                     if self.page.shown.is_none() {
                         if let Some((key, device)) = first {
-                            self.activate(key, device, false);
+                            self.activate(key, device, !view_sent);
                         }
                     }
                 }
@@ -798,6 +850,14 @@ impl App {
             if !self.painted_since_load {
                 self.painted_since_load = true;
                 dom::mark("memscope:first-paint");
+            }
+            let drawn = self
+                .timeline
+                .as_ref()
+                .and_then(|t| t.device.as_ref().map(|(key, device, _)| (*key, *device)));
+            if drawn != self.painted {
+                self.painted = drawn;
+                self.run_after_loads();
             }
         }
     }

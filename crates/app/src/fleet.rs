@@ -362,8 +362,8 @@ pub fn may_drop(app: &App, key: u32) -> bool {
         && !compare::waits_on(app, key)
 }
 
-/// A rank finished loading: its worker is asked for its record once it has no more
-/// files to read — at once when the models held are over the memory budget, so that
+/// A rank finished loading: its worker is asked for its record once no worker reads a
+/// file and the device shown is drawn ([`App::after_every_load`]) — at once when the models held are over the memory budget, so that
 /// they can be dropped ([`crate::memory`]). A rank read again (its model had been
 /// dropped) keeps the record it has.
 pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
@@ -392,7 +392,7 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
     if crate::memory::over_budget(app) {
         ask(app);
     } else {
-        app.after_loads(slot, ask);
+        app.after_every_load(ask);
     }
     update_status(app);
 }

@@ -89,9 +89,12 @@ pub enum Request {
         name: String,
         /// Its bytes.
         source: Source,
-        /// The view the page will show first, so the first strips come without a round
-        /// trip.
-        view: ViewHint,
+        /// The canvas the page will draw this rank's first device on when it may show
+        /// it as soon as it is read (nothing is shown yet, or the rank is being opened
+        /// again): its first strips then come without a round trip. `None`: the page
+        /// asks when it shows it; laying out and sending every rank's first view would
+        /// cost each load a layout and the page a message it drops.
+        view: Option<ViewHint>,
     },
     /// Forget the model of `rank_key` (the page keeps its record and reads the file
     /// again when the rank is opened): frees the worker's memory for other ranks.

@@ -82,7 +82,7 @@ struct Job {
     rank_key: u32,
     name: String,
     source: memscope_protocol::Source,
-    view: memscope_protocol::ViewHint,
+    view: Option<memscope_protocol::ViewHint>,
     cancelled: Rc<Cell<bool>>,
 }
 
@@ -124,16 +124,17 @@ async fn run_queue(ranks: Rc<RefCell<Ranks>>, scope: WorkerScope<RankWorker>) {
                     rank.timings.clone(),
                 );
                 scope.respond(id, Response::Loaded(info));
-                let first = rank
-                    .devices
-                    .first()
-                    .map(|d| (d.device, full_view(&d.index, view.width_px, view.height_px)));
+                let first = view.and_then(|view| {
+                    rank.devices
+                        .first()
+                        .map(|d| (d.device, full_view(&d.index, view.width_px, view.height_px)))
+                });
                 ranks
                     .borrow_mut()
                     .loaded
                     .insert(rank_key, rank.into_rank(name));
-                // The page shows a freshly loaded rank's first device at once if nothing
-                // is shown yet: send that view without waiting to be asked.
+                // The page shows a freshly loaded rank's first device at once if it said
+                // so: send that view without waiting to be asked.
                 if let Some((device, view)) = first {
                     send_strips(&ranks.borrow(), id, rank_key, device, 0, view);
                 }
