@@ -897,8 +897,9 @@ impl App {
 
     /// Header state: the cancel button, the page status.
     fn update_chrome(&mut self) {
+        let loading = self.page.ranks.loading();
+        self.pool.pause_warmups(loading);
         let ranks = &self.page.ranks;
-        let loading = ranks.loading();
         dom::show(&by_id("cancel"), loading);
         if !loading && self.page.shown.is_none() && !ranks.is_empty() {
             dom::set_status("failed");

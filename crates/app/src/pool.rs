@@ -122,6 +122,8 @@ pub struct Pool {
     slots: Vec<Slot>,
     on_response: OnResponse,
     max: usize,
+    /// The workers' warm-up waits ([`Pool::pause_warmups`]).
+    warmups_paused: bool,
 }
 
 impl Pool {
@@ -155,17 +157,35 @@ impl Pool {
             slots: Vec::new(),
             on_response,
             max: max.clamp(1, 16),
+            warmups_paused: false,
         }
     }
 
     fn spawn(&self, index: usize) -> WorkerBridge<RankWorker> {
         let on_response = self.on_response.clone();
-        RankWorker::spawner()
+        let bridge = RankWorker::spawner()
             .encoding::<Codec>()
             .callback(move |response| on_response(index, response))
             .with_loader(true)
             .as_module(false)
-            .spawn(&self.loader)
+            .spawn(&self.loader);
+        if self.warmups_paused {
+            bridge.send(Request::WarmUp { paused: true });
+        }
+        bridge
+    }
+
+    /// Pauses every worker's warm-up while files are read, and resumes it after: a
+    /// worker with nothing to read would otherwise take a core from those reading (a
+    /// worker stops its warm-up for good at its first file).
+    pub fn pause_warmups(&mut self, paused: bool) {
+        if self.warmups_paused == paused {
+            return;
+        }
+        self.warmups_paused = paused;
+        for slot in &self.slots {
+            slot.bridge.send(Request::WarmUp { paused });
+        }
     }
 
     /// Starts `n` workers ahead of need (at most the pool's size), so compiling the

@@ -102,6 +102,13 @@ pub enum Request {
         /// Which rank.
         rank_key: u32,
     },
+    /// Pause or resume the warm-up a fresh worker runs until its first request: the
+    /// page pauses idle workers' warm-up while files are read (on two cores it would
+    /// slow the loads down) and resumes it once every file is read.
+    WarmUp {
+        /// Whether to wait.
+        paused: bool,
+    },
     /// Stop loading `rank_key`.
     Cancel {
         /// Which rank.

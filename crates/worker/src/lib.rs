@@ -149,6 +149,8 @@ pub struct RankWorker {
     ranks: Rc<RefCell<Ranks>>,
     /// Set by the first real request: the warm-up stops.
     busy: Rc<Cell<bool>>,
+    /// Set while the page reads files in other workers: the warm-up waits.
+    paused: Rc<Cell<bool>>,
 }
 
 impl Worker for RankWorker {
@@ -161,17 +163,21 @@ impl Worker for RankWorker {
         // (bench/browser.mjs reads this mark for the page's start-up time).
         mark("memscope:worker-ready");
         let busy = Rc::new(Cell::new(false));
-        wasm_bindgen_futures::spawn_local(warmup::run(busy.clone()));
+        let paused = Rc::new(Cell::new(false));
+        wasm_bindgen_futures::spawn_local(warmup::run(busy.clone(), paused.clone()));
         RankWorker {
             ranks: Rc::default(),
             busy,
+            paused,
         }
     }
 
     fn update(&mut self, _scope: &WorkerScope<Self>, _msg: ()) {}
 
     fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, id: HandlerId) {
-        self.busy.set(true);
+        if !matches!(msg, Request::WarmUp { .. }) {
+            self.busy.set(true);
+        }
         crash::set_handler(id);
         match msg {
             Request::Load {
@@ -203,6 +209,7 @@ impl Worker for RankWorker {
                 ranks.loaded.remove(&rank_key);
                 ranks.fleet.remove(&rank_key);
             }
+            Request::WarmUp { paused } => self.paused.set(paused),
             Request::Cancel { rank_key } => {
                 if let Some(flag) = self.ranks.borrow().loading.get(&rank_key) {
                     flag.set(true);

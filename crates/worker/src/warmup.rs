@@ -144,19 +144,31 @@ fn synthetic() -> Vec<u8> {
     p.out
 }
 
-/// Gives way to the event loop (so requests are handled between steps).
-async fn give_way() {
+/// Waits `ms` milliseconds, handling requests meanwhile.
+async fn sleep(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let global: web_sys::WorkerGlobalScope =
             wasm_bindgen::JsCast::unchecked_into(js_sys::global());
-        let _ = global.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        let _ = global.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
+/// How often a paused warm-up looks whether it may go on.
+const PAUSED_POLL_MS: i32 = 50;
+
+/// Gives way to the event loop (so requests are handled between steps), and waits
+/// while `paused` is set.
+async fn give_way(paused: &Cell<bool>) {
+    sleep(0).await;
+    while paused.get() {
+        sleep(PAUSED_POLL_MS).await;
+    }
+}
+
 /// Runs the pipeline on the synthetic snapshot twice, stopping as soon as `busy` is set
-/// (a real request arrived).
-pub async fn run(busy: Rc<Cell<bool>>) {
+/// (a real request arrived), waiting while `paused` is (other workers read files).
+pub async fn run(busy: Rc<Cell<bool>>, paused: Rc<Cell<bool>>) {
     let bytes = synthetic();
     for _ in 0..2 {
         let mut loader = Loader::new().with_total_len(bytes.len() as u64);
@@ -167,7 +179,7 @@ pub async fn run(busy: Rc<Cell<bool>>) {
             if loader.feed(piece).is_err() {
                 return;
             }
-            give_way().await;
+            give_way(&paused).await;
         }
         let Ok(snap) = loader.finish() else { return };
         if busy.get() {
@@ -175,12 +187,12 @@ pub async fn run(busy: Rc<Cell<bool>>) {
         }
         let allocs = Allocations::replay(&snap, 0);
         let index = TimelineIndex::new(&snap, &allocs);
-        give_way().await;
+        give_way(&paused).await;
         if busy.get() {
             return;
         }
         let _ = layout(&index, &TimelineView::full(&index, Axis::Time, 1600, 600));
-        give_way().await;
+        give_way(&paused).await;
     }
     // Warm-up finished undisturbed (bench/browser.mjs reads this mark).
     crate::mark("memscope:worker-warm");
