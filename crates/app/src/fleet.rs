@@ -47,6 +47,7 @@ use std::rc::Rc;
 use memscope_fleet::{FleetReport, RankFacts, RankId, Thresholds};
 use memscope_page::examined::{examination, Examination};
 use memscope_page::ranks::Phase;
+use memscope_protocol::columns::SitesBuf;
 use memscope_protocol::fleet::{FleetRequest, FleetResponse};
 use memscope_protocol::lens::At;
 use memscope_protocol::{Axis, Request, Source};
@@ -397,13 +398,28 @@ pub fn on_rank_loaded(app: &mut App, rank_key: u32, slot: usize) {
     update_status(app);
 }
 
+/// A call-site table as the worker packed it. Columns that do not read back are a bug
+/// there: say so, and show no call sites rather than wrong ones.
+fn unpacked(sites: &SitesBuf) -> Vec<memscope_fleet::SideSite> {
+    sites.unpack().unwrap_or_else(|e| {
+        web_sys::console::error_1(&format!("memscope: {e}").into());
+        Vec::new()
+    })
+}
+
 /// A worker answered.
 pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
     match response {
-        FleetResponse::Report(entries) => {
-            app.fleet
-                .reports
-                .insert(rank_key, entries.into_iter().map(Rc::new).collect());
+        FleetResponse::Report { entries, sites } => {
+            let entries = entries
+                .into_iter()
+                .zip(&sites)
+                .map(|(mut entry, sites)| {
+                    entry.sites.sites = unpacked(sites);
+                    Rc::new(entry)
+                })
+                .collect();
+            app.fleet.reports.insert(rank_key, entries);
             app.dispatch(memscope_page::Msg::Rank(
                 memscope_page::ranks::RankMsg::Reported(rank_key),
             ));
@@ -416,7 +432,15 @@ pub fn on_response(app: &mut App, rank_key: u32, response: FleetResponse) {
             }
         }
         FleetResponse::Heat { id, rows } => heat::on_rows(app, rank_key, id, rows),
-        FleetResponse::CompareSide { id, side, data } => compare::on_side(app, id, side, *data),
+        FleetResponse::CompareSide {
+            id,
+            side,
+            mut data,
+            sites,
+        } => {
+            data.sites = unpacked(&sites);
+            compare::on_side(app, id, side, *data)
+        }
         FleetResponse::CompareCurve { id, side, values } => {
             compare::on_curve(app, id, side, &values)
         }

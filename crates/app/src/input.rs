@@ -455,7 +455,7 @@ fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
                 if let Some((label, colour)) = t
                     .shown
                     .as_ref()
-                    .and_then(|s| s.sites.get(&memscope_render::aggregate_colour_site(a)))
+                    .and_then(|s| s.sites.get(&memscope_render::aggregate_colour_site(&a)))
                 {
                     attr(&readout, "data-aggregate-site", label);
                     let [r, g, b, _] = colour.to_le_bytes();

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 
 use memscope_page::{Extents, Window};
+use memscope_protocol::columns::AggregateColumns;
 use memscope_protocol::{Axis, DeviceInfo, TimelineStrips, View};
 use memscope_render::{is_aggregate, ticks_bytes, ticks_events, ticks_time, MIXED_SITE};
 use memscope_snapshot::units::{format_bytes, format_count};
@@ -33,7 +34,7 @@ pub struct Shown {
     pub peak: (f64, f64),
     pub legend: Vec<memscope_render::LegendEntry>,
     /// What each aggregate holds (entry `k`: instance `k`).
-    pub aggregates: Vec<memscope_render::Aggregate>,
+    pub aggregates: AggregateColumns,
     /// The labels and colours of the call sites the aggregates name.
     pub sites: HashMap<u32, (String, u32)>,
 }
@@ -250,7 +251,7 @@ impl TimelinePane {
         )];
         if a.site == MIXED_SITE {
             // Drawn in the colour of a site holding most of its bytes, or grey: say which.
-            lines.push(match memscope_render::aggregate_colour_site(a) {
+            lines.push(match memscope_render::aggregate_colour_site(&a) {
                 MIXED_SITE => format!("{} call sites mixed:", a.sites),
                 site => format!(
                     "{} call sites, drawn as {} (most of its bytes):",
@@ -303,6 +304,12 @@ impl TimelinePane {
             }
         }
         let render = memscope_render::Strips::from(&strips.strips);
+        // The worker packed them; columns that do not hold whole aggregates are a bug
+        // there: say so, and describe no aggregate rather than wrong ones.
+        let aggregates = AggregateColumns::try_from(&strips.aggregates).unwrap_or_else(|e| {
+            web_sys::console::error_1(&format!("memscope: {e}").into());
+            AggregateColumns::default()
+        });
         let colors = self.shaded(&render);
         self.renderer
             .set_bands(&self.gl, &render.rects, &colors, &render.ids);
@@ -315,7 +322,7 @@ impl TimelinePane {
             strips: render,
             peak: strips.peak,
             legend: strips.legend,
-            aggregates: strips.aggregates,
+            aggregates,
             sites: strips
                 .sites
                 .into_iter()

@@ -6,15 +6,17 @@
 //!
 //! - [`FleetRequest::Report`] → one `RankEntry` per device, the record `memscope
 //!   report` writes (overview figures, anomalies, phases, the heatmap row on the rank's
-//!   own span, the call-site table for compare): the page keeps it for every rank, and
-//!   the fleet view works from these alone when the rank's model is not held.
+//!   own span, the call-site table for compare, which travels packed and transferred):
+//!   the page keeps it for every rank, and the fleet view works from these alone when
+//!   the rank's model is not held.
 //! - [`FleetRequest::Heat`] → the rank's heatmap rows on the axis the page chose for
 //!   every rank; the bins travel as a transferred `Float64Array` per row.
 //! - Compare, when A and B may live in different workers: [`FleetRequest::CompareSide`]
-//!   → each side's facts, span and call-site table (`CompareSide`); the page picks the
-//!   shared axis (`memscope_fleet::curve_axis`) and asks [`FleetRequest::CompareCurve`]
-//!   → each side's binned curve (transferred); `memscope_fleet::combine` makes the
-//!   comparison. Exactly what `memscope compare` computes in one process.
+//!   → each side's facts, span and call-site table (`CompareSide`, its table packed and
+//!   transferred); the page picks the shared axis (`memscope_fleet::curve_axis`) and
+//!   asks [`FleetRequest::CompareCurve`] → each side's binned curve (transferred);
+//!   `memscope_fleet::combine` makes the comparison. Exactly what `memscope compare`
+//!   computes in one process.
 //!
 //! Every question but `Report` carries the page's request number; answers echo it, so
 //! the page drops answers to questions it no longer asks.
@@ -24,6 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use memscope_fleet::{Align, BinnedAxis, CompareSide, HeatRow};
 use memscope_report::RankEntry;
+
+use crate::columns::SitesBuf;
 
 /// Which side of a comparison a message is about (A and B may be the same rank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +103,12 @@ pub struct HeatRowData {
 #[derive(Serialize, Deserialize)]
 pub enum FleetResponse {
     /// Records per device, in device order.
-    Report(Vec<RankEntry>),
+    Report {
+        /// The records without their call-site tables (`sites.sites` is empty).
+        entries: Vec<RankEntry>,
+        /// Each record's call-site table, packed (transferred).
+        sites: Vec<SitesBuf>,
+    },
     /// Heatmap rows per device, in device order.
     Heat {
         /// The request it answers.
@@ -113,8 +122,10 @@ pub enum FleetResponse {
         id: u32,
         /// Which side.
         side: Side,
-        /// The side's facts and call-site table.
+        /// The side's facts, without its call-site table (`sites` is empty).
         data: Box<CompareSide>,
+        /// Its call-site table, packed (transferred).
+        sites: SitesBuf,
     },
     /// One side's curve.
     CompareCurve {

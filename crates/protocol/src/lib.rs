@@ -11,6 +11,7 @@
 //! bridge decodes, so they arrive through the same callback with their buffers moved,
 //! not copied.
 
+pub mod columns;
 pub mod fleet;
 pub mod lens;
 
@@ -345,8 +346,9 @@ pub struct TimelineStrips {
     /// (`memscope_render::palette::SitePalette::entries`): the page asks again when
     /// they are not the ones it decided.
     pub palette: Vec<(String, u8)>,
-    /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`).
-    pub aggregates: Vec<memscope_render::Aggregate>,
+    /// What each aggregate holds: entry `k` is instance `k` (id `AGGREGATE_BASE + k`),
+    /// packed ([`columns::AggregateColumns`]; transferred).
+    pub aggregates: columns::AggregateBuf,
     /// The call sites the aggregates name: (site, label, RGBA8 colour).
     pub sites: Vec<(u32, String, u32)>,
     /// Milliseconds the worker spent laying out.
@@ -467,7 +469,7 @@ pub enum Response {
         /// Why.
         message: String,
     },
-    /// Timeline strips (transferred).
+    /// Timeline strips (their buffers and aggregates transferred).
     Strips(Box<TimelineStrips>),
     /// An allocation's details.
     Detail(Box<AllocationDetail>),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use js_sys::Array;
 use memscope_fleet::{compare_side, heat_row, side_curve, HeatRow, RankModel, Thresholds};
+use memscope_protocol::columns::SitesBuf;
 use memscope_protocol::fleet::{bins_to_array, FleetRequest, FleetResponse, HeatRowData};
 use memscope_report::rank_entry;
 
@@ -51,12 +52,15 @@ pub fn handle(
         FleetRequest::Report { path, file_bytes } => {
             let th = Thresholds::default();
             let warnings = rank.snap.warnings.report(&rank.snap.strings);
-            FleetResponse::Report(
-                models(rank, cache, Some(&path))
-                    .iter()
-                    .map(|m| rank_entry(&rank.snap, m, file_bytes, warnings.clone(), &th))
-                    .collect(),
-            )
+            let (entries, sites) = models(rank, cache, Some(&path))
+                .iter()
+                .map(|m| {
+                    let mut entry = rank_entry(&rank.snap, m, file_bytes, warnings.clone(), &th);
+                    let sites = std::mem::take(&mut entry.sites.sites);
+                    (entry, SitesBuf::transferred(&sites, &transfer))
+                })
+                .unzip();
+            FleetResponse::Report { entries, sites }
         }
         FleetRequest::Heat { id, axis, site_key } => {
             let rows = models(rank, cache, None)
@@ -86,11 +90,16 @@ pub fn handle(
             .iter()
             .find(|m| m.id.device == device)
         {
-            Some(m) => FleetResponse::CompareSide {
-                id,
-                side,
-                data: Box::new(compare_side(&rank.snap, m, &align, use_time)),
-            },
+            Some(m) => {
+                let mut data = compare_side(&rank.snap, m, &align, use_time);
+                let sites = SitesBuf::transferred(&std::mem::take(&mut data.sites), &transfer);
+                FleetResponse::CompareSide {
+                    id,
+                    side,
+                    data: Box::new(data),
+                    sites,
+                }
+            }
             None => FleetResponse::Missing { id },
         },
         FleetRequest::CompareCurve {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use gloo_worker::{HandlerId, Registrable, Worker, WorkerScope};
 use js_sys::Array;
 use memscope_analysis::DeviceAnalysis;
+use memscope_protocol::columns::{AggregateBuf, AggregateColumns};
 use memscope_protocol::{
     post_transferring, Axis, Codec, Request, Response, StripBuf, TimelineStrips, View,
 };
@@ -324,7 +325,8 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
         peak: (strips.peak.x, strips.peak.bytes as f64),
         legend,
         palette: d.index.palette_entries().to_vec(),
-        aggregates: strips.aggregates.clone(),
+        aggregates: AggregateBuf::from(&AggregateColumns::pack(&strips.aggregates))
+            .transferred(&transfer),
         sites: aggregate_sites(&d.index, &strips.aggregates),
         layout_ms: now_ms() - started,
     }));
@@ -333,7 +335,7 @@ fn send_strips(ranks: &Ranks, id: HandlerId, rank_key: u32, device: i32, request
     }
     // Transferred buffers are detached here; a non-empty one would mean a copy.
     if let Response::Strips(strips) = &response {
-        if strips.strips.holds_data() {
+        if strips.strips.holds_data() || strips.aggregates.holds_data() {
             web_sys::console::error_1(&"memscope: strips were copied, not transferred".into());
         }
     }
