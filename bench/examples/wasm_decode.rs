@@ -8,8 +8,12 @@
 //! wasm-bindgen --target nodejs --out-dir /tmp/wasm-decode target/wasm32-unknown-unknown/release/examples/wasm_decode.wasm
 //! ```
 
-use memscope_snapshot::{Allocations, DeviceModel, Loader};
+use memscope_snapshot::{Allocations, DeviceModel, Loader, Snapshot};
 use wasm_bindgen::prelude::*;
+
+/// The rank worker's warm-up snapshot (the worker's own file, so both run the same bytes).
+#[path = "../../crates/worker/src/warmup/synthetic.rs"]
+mod synthetic;
 
 /// The bytes the rank worker hands the decoder per call (`crates/worker/src/load.rs`).
 const WORKER_PIECE: usize = 256 * 1024;
@@ -43,14 +47,30 @@ impl Decode {
     /// modelled (a check that the work was done).
     pub fn finish(self) -> Result<f64, String> {
         let snap = self.loader.finish().map_err(|e| e.to_string())?;
-        let allocations: usize = snap
-            .devices()
-            .into_iter()
-            .map(|device| DeviceModel::new(&snap, Allocations::replay(&snap, device)))
-            .map(|model| model.allocs.len())
-            .sum();
-        Ok(allocations as f64)
+        Ok(model(&snap) as f64)
     }
+}
+
+/// Builds every device's model of `snap`; returns the allocations modelled.
+fn model(snap: &Snapshot) -> usize {
+    snap.devices()
+        .into_iter()
+        .map(|device| DeviceModel::new(snap, Allocations::replay(snap, device)))
+        .map(|model| model.allocs.len())
+        .sum()
+}
+
+/// Decodes and models the worker's warm-up snapshot `rounds` times, in the worker's
+/// pieces, as a worker does before its first file arrives.
+#[wasm_bindgen]
+pub fn warm_up(rounds: u32) -> Result<(), String> {
+    let bytes = synthetic::snapshot();
+    for _ in 0..rounds {
+        let mut decode = Decode::new(bytes.len() as f64);
+        decode.feed(&bytes)?;
+        decode.finish()?;
+    }
+    Ok(())
 }
 
 /// Bytes of this instance's linear memory: what the decoder's heap grew to (wasm memory

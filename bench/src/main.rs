@@ -31,6 +31,10 @@ use serde::{Deserialize, Serialize};
 struct Measure {
     phase: String,
     seconds: f64,
+    /// Seconds this thread ran on a CPU (Linux's schedstat): unlike `seconds`, not
+    /// stretched by other processes sharing the cores.
+    #[serde(default)]
+    cpu_seconds: Option<f64>,
     peak_rss_bytes: u64,
 }
 
@@ -60,6 +64,16 @@ fn peak_rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Nanoseconds the calling thread has run on a CPU, from /proc (Linux).
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Streams `path` in 1 MiB chunks into `feed`.
 fn stream(path: &Path, mut feed: impl FnMut(&[u8])) -> io::Result<()> {
     let mut file = File::open(path)?;
@@ -84,6 +98,7 @@ fn run_phase(phase: &str, path: &Path) -> Result<(), String> {
         Vec::new()
     };
     let start = Instant::now();
+    let start_cpu_ns = thread_cpu_ns();
     match phase {
         "worker" => {
             let mut loader = Loader::new().with_total_len(len);
@@ -138,6 +153,9 @@ fn run_phase(phase: &str, path: &Path) -> Result<(), String> {
     let measure = Measure {
         phase: phase.to_owned(),
         seconds: start.elapsed().as_secs_f64(),
+        cpu_seconds: start_cpu_ns
+            .zip(thread_cpu_ns())
+            .map(|(start, end)| (end - start) as f64 / 1e9),
         peak_rss_bytes: peak_rss_bytes(),
     };
     let line = serde_json::to_string(&measure).map_err(|e| e.to_string())?;

@@ -210,12 +210,7 @@ pub async fn load(
         let t = now_ms();
         buf.resize(chunk.length() as usize, 0);
         chunk.copy_to(&mut buf);
-        // Many calls rather than one long one: the browser compiles a faster tier of a
-        // function after it has run a while, and only later calls use it.
-        let result = buf
-            .chunks(FEED_PIECE)
-            .try_for_each(|piece| loader.feed(piece))
-            .map_err(|e| e.to_string());
+        let result = feed_pieces(loader, &buf);
         decode_ms += now_ms() - t;
         result
     };
@@ -293,6 +288,52 @@ pub async fn load(
     let read_done = now_ms();
     let bytes_read = loader.bytes_read() as f64;
     progress.report(bytes_read, LoadPhase::Analysing, true);
+    let Analysed {
+        snap,
+        devices,
+        replay_ms,
+        index_ms,
+    } = analyse(loader)?;
+    progress.report(bytes_read, LoadPhase::Drawing, true);
+    let timings = vec![
+        ("read".to_owned(), read_done - started - decode_ms),
+        ("decode".to_owned(), decode_ms),
+        ("replay".to_owned(), replay_ms),
+        ("index".to_owned(), index_ms),
+    ];
+    Ok(Loaded {
+        timings,
+        snap,
+        devices,
+        load_ms: now_ms() - started,
+        started_epoch_ms: crate::epoch_ms(started),
+    })
+}
+
+/// Decodes `bytes` in the pieces the decoder is handed per call. Many calls rather than
+/// one long one: the browser compiles a faster tier of a function after it has run a
+/// while, and only later calls use it.
+pub fn feed_pieces(loader: &mut Loader, bytes: &[u8]) -> Result<(), String> {
+    bytes
+        .chunks(FEED_PIECE)
+        .try_for_each(|piece| loader.feed(piece))
+        .map_err(|e| e.to_string())
+}
+
+/// A snapshot decoded and its devices modelled, with the time each step took.
+pub struct Analysed {
+    pub snap: Snapshot,
+    pub devices: Vec<Device>,
+    /// Replaying the allocations and building each device's model.
+    pub replay_ms: f64,
+    /// Building each device's timeline index.
+    pub index_ms: f64,
+}
+
+/// Finishes a decode and models every device: what a load does once the bytes are in,
+/// and what the warm-up runs on its synthetic snapshot so that a real load finds these
+/// functions already compiled by the browser's optimising tier.
+pub fn analyse(loader: Loader) -> Result<Analysed, String> {
     let snap = loader.finish().map_err(|e| e.to_string())?;
     let (mut replay_ms, mut index_ms) = (0.0, 0.0);
     let devices = snap
@@ -314,19 +355,11 @@ pub async fn load(
             }
         })
         .collect();
-    progress.report(bytes_read, LoadPhase::Drawing, true);
-    let timings = vec![
-        ("read".to_owned(), read_done - started - decode_ms),
-        ("decode".to_owned(), decode_ms),
-        ("replay".to_owned(), replay_ms),
-        ("index".to_owned(), index_ms),
-    ];
-    Ok(Loaded {
-        timings,
+    Ok(Analysed {
         snap,
         devices,
-        load_ms: now_ms() - started,
-        started_epoch_ms: crate::epoch_ms(started),
+        replay_ms,
+        index_ms,
     })
 }
 
