@@ -2,12 +2,13 @@
 //! what the WebGL renderer (`gl`, built for wasm only) uploads.
 //!
 //! Instanced drawing costs a software rasteriser per instance: SwiftShader (what
-//! headless Chromium and GPU-less machines draw WebGL with) runs an instanced draw as
-//! one draw per instance, ~20–30 µs each, where one plain draw of the same rectangles
-//! as triangles costs a few µs per rectangle (`bench/README.md`, issue 13's third
-//! session). So every rectangle becomes four vertices that each carry its `x0, x1, y0,
-//! y1`, colour and id; the vertex shader picks the corner from the vertex's index, and
-//! a shared index buffer ([`quad_indices`]) makes two triangles of each four.
+//! headless Chromium and GPU-less machines draw WebGL with) takes ~15–30 µs per
+//! instance of an instanced draw, as if each were a draw of its own, where one plain
+//! draw of the same rectangles as triangles costs a few µs per rectangle
+//! (`bench/README.md`, issue 13's third session). So every rectangle becomes four
+//! vertices that each carry its `x0, x1, y0, y1`, colour and id; the vertex shader
+//! picks the corner from the vertex's index, and a shared index buffer
+//! ([`quad_indices`]) makes two triangles of each four.
 //!
 //! One draw in order replaces the two passes the instanced renderer made (aggregates,
 //! then bands over them): the vertices hold the aggregates first and the bands after,
