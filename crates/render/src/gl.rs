@@ -2,12 +2,14 @@
 //!
 //! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
 //! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):
-//! bands and aggregated bands (overlay curves are line strips). One unit quad is
-//! instanced once per rectangle; a uniform maps data to clip space, so panning and zooming redraw the same
-//! buffers instantly while the worker lays out the new view. Rectangles narrower or
-//! shorter than a pixel are widened to one pixel, so nothing vanishes. Ids from
-//! [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on are aggregates, drawn first, in
-//! instance order; bands are drawn over them. The selected allocation is lightened and
+//! bands and aggregated bands (overlay curves are line strips). Every rectangle is four
+//! vertices carrying it, drawn as two triangles in one indexed draw ([`crate::quads`]:
+//! not instanced, which a software rasteriser pays per instance); a uniform maps data
+//! to clip space, so panning and zooming redraw the same buffers instantly while the
+//! worker lays out the new view. Rectangles narrower or shorter than a pixel are
+//! widened to one pixel, so nothing vanishes. Ids from
+//! [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on are aggregates, drawn first, in their
+//! order; bands are drawn over them, in theirs. The selected allocation is lightened and
 //! the hovered one tinted; their outlines are overlay lines that follow the band
 //! ([`Strips::outline`](crate::Strips::outline)). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
 //!
@@ -18,27 +20,25 @@
 
 use glow::HasContext;
 
+use crate::quads::{quad_indices, Quads, INDICES_PER_QUAD};
+
 const VERTEX: &str = r#"#version 300 es
-layout(location = 0) in vec2 a_corner;
-layout(location = 1) in vec4 a_rect;
-layout(location = 2) in vec4 a_color;
-layout(location = 3) in uint a_id;
+layout(location = 0) in vec4 a_rect;
+layout(location = 1) in vec4 a_color;
+layout(location = 2) in uint a_id;
 uniform vec4 u_map;      // x offset, x scale, y offset, y scale: data -> [0, 1]
 uniform vec2 u_pixel;    // one device pixel in [0, 1] units
 uniform uint u_selected;
 uniform uint u_hovered;
-uniform uint u_pass;      // 0: aggregates only, 1: bands only
 out vec4 v_color;
 out vec2 v_px;           // position inside the rect, in pixels from its corner
 out vec2 v_size_px;      // rect size in pixels
 flat out uint v_mark;    // 1 hovered, 2 selected
 flat out uint v_hatch;   // 1: no call stack (alpha 254), drawn hatched
 void main() {
-    bool aggregate = a_id >= 0xc0000000u;
-    if (aggregate != (u_pass == 0u)) {
-        gl_Position = vec4(2.0, 2.0, 2.0, 1.0); // outside the clip volume: skipped
-        return;
-    }
+    // The rect's four vertices are 4k..4k+3 (quads::quad_indices): corner x = bit 0, y = bit 1.
+    int vertex = gl_VertexID & 3;
+    vec2 corner = vec2(float(vertex & 1), float(vertex >> 1));
     float x0 = (a_rect.x - u_map.x) * u_map.y;
     float x1 = (a_rect.y - u_map.x) * u_map.y;
     float y0 = (a_rect.z - u_map.z) * u_map.w;
@@ -46,10 +46,10 @@ void main() {
     // At least one pixel wide and tall.
     if (x1 - x0 < u_pixel.x) { x1 = x0 + u_pixel.x; }
     if (y1 - y0 < u_pixel.y) { y1 = y0 + u_pixel.y; }
-    vec2 p = vec2(mix(x0, x1, a_corner.x), mix(y0, y1, a_corner.y));
+    vec2 p = vec2(mix(x0, x1, corner.x), mix(y0, y1, corner.y));
     gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
     v_size_px = vec2(x1 - x0, y1 - y0) / u_pixel;
-    v_px = a_corner * v_size_px;
+    v_px = corner * v_size_px;
     v_color = a_color;
     v_mark = a_id == 0xffffffffu ? 0u : (a_id == u_selected ? 2u : (a_id == u_hovered ? 1u : 0u));
     v_hatch = abs(a_color.a * 255.0 - 254.0) < 0.5 ? 1u : 0u;
@@ -124,13 +124,17 @@ struct Outlines {
     strips: Vec<(i32, i32, bool)>,
 }
 
-/// A set of rectangles on the GPU.
+/// A set of rectangles on the GPU, four vertices each.
 struct Batch {
     vao: glow::VertexArray,
     rects: glow::Buffer,
     colors: glow::Buffer,
     ids: glow::Buffer,
-    count: i32,
+    /// The index buffer (bound in `vao`): [`quad_indices`] of `indexed` rectangles.
+    indices: glow::Buffer,
+    indexed: usize,
+    /// The vertices last uploaded (kept for their capacity).
+    quads: Quads,
 }
 
 /// Where data coordinates land on the canvas.
@@ -156,7 +160,6 @@ pub struct Renderer {
     u_selected: Option<glow::UniformLocation>,
     u_hovered: Option<glow::UniformLocation>,
     u_outline: Option<glow::UniformLocation>,
-    u_pass: Option<glow::UniformLocation>,
     u_border: Option<glow::UniformLocation>,
     outlines: Outlines,
     /// Whether marked rects get a border (else their outlines are [`Outlines`]).
@@ -202,11 +205,7 @@ impl Renderer {
         let program = link(gl, VERTEX, FRAGMENT)?;
         let line_program = link(gl, LINE_VERTEX, LINE_FRAGMENT)?;
         unsafe {
-            let corner = gl.create_buffer()?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(corner));
-            let quad: [f32; 8] = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
-            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of_f32(&quad), glow::STATIC_DRAW);
-            let bands = Self::batch(gl, corner)?;
+            let bands = Self::batch(gl)?;
             let (vao, buffer) = Self::line_buffer(gl)?;
             let lines = Lines {
                 program: line_program,
@@ -229,7 +228,6 @@ impl Renderer {
                 u_selected: gl.get_uniform_location(program, "u_selected"),
                 u_hovered: gl.get_uniform_location(program, "u_hovered"),
                 u_outline: gl.get_uniform_location(program, "u_outline"),
-                u_pass: gl.get_uniform_location(program, "u_pass"),
                 u_border: gl.get_uniform_location(program, "u_border"),
                 program,
                 bands,
@@ -272,34 +270,32 @@ impl Renderer {
         self.outlines.strips = strips;
     }
 
-    unsafe fn batch(gl: &glow::Context, corner: glow::Buffer) -> Result<Batch, String> {
+    unsafe fn batch(gl: &glow::Context) -> Result<Batch, String> {
         let vao = gl.create_vertex_array()?;
         gl.bind_vertex_array(Some(vao));
-        gl.bind_buffer(glow::ARRAY_BUFFER, Some(corner));
-        gl.enable_vertex_attrib_array(0);
-        gl.vertex_attrib_pointer_f32(0, 2, glow::FLOAT, false, 8, 0);
         let rects = gl.create_buffer()?;
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(rects));
-        gl.enable_vertex_attrib_array(1);
-        gl.vertex_attrib_pointer_f32(1, 4, glow::FLOAT, false, 16, 0);
-        gl.vertex_attrib_divisor(1, 1);
+        gl.enable_vertex_attrib_array(0);
+        gl.vertex_attrib_pointer_f32(0, 4, glow::FLOAT, false, 16, 0);
         let colors = gl.create_buffer()?;
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(colors));
-        gl.enable_vertex_attrib_array(2);
-        gl.vertex_attrib_pointer_f32(2, 4, glow::UNSIGNED_BYTE, true, 4, 0);
-        gl.vertex_attrib_divisor(2, 1);
+        gl.enable_vertex_attrib_array(1);
+        gl.vertex_attrib_pointer_f32(1, 4, glow::UNSIGNED_BYTE, true, 4, 0);
         let ids = gl.create_buffer()?;
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(ids));
-        gl.enable_vertex_attrib_array(3);
-        gl.vertex_attrib_pointer_i32(3, 1, glow::UNSIGNED_INT, 4, 0);
-        gl.vertex_attrib_divisor(3, 1);
+        gl.enable_vertex_attrib_array(2);
+        gl.vertex_attrib_pointer_i32(2, 1, glow::UNSIGNED_INT, 4, 0);
+        let indices = gl.create_buffer()?;
+        gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(indices));
         gl.bind_vertex_array(None);
         Ok(Batch {
             vao,
             rects,
             colors,
             ids,
-            count: 0,
+            indices,
+            indexed: 0,
+            quads: Quads::default(),
         })
     }
 
@@ -310,26 +306,36 @@ impl Renderer {
         colors: &[u32],
         ids: &[u32],
     ) {
-        let n = (rects.len() / 4).min(colors.len()).min(ids.len());
+        batch.quads.fill(rects, colors, ids);
+        let q = &batch.quads;
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.rects));
         gl.buffer_data_u8_slice(
             glow::ARRAY_BUFFER,
-            bytes_of_f32(&rects[..n * 4]),
+            bytes_of_f32(&q.rects),
             glow::STATIC_DRAW,
         );
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.colors));
         gl.buffer_data_u8_slice(
             glow::ARRAY_BUFFER,
-            bytes_of_u32(&colors[..n]),
+            bytes_of_u32(&q.colors),
             glow::STATIC_DRAW,
         );
         gl.bind_buffer(glow::ARRAY_BUFFER, Some(batch.ids));
-        gl.buffer_data_u8_slice(
-            glow::ARRAY_BUFFER,
-            bytes_of_u32(&ids[..n]),
-            glow::STATIC_DRAW,
-        );
-        batch.count = n as i32;
+        gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, bytes_of_u32(&q.ids), glow::STATIC_DRAW);
+        if q.len() > batch.indexed {
+            // The indices only depend on the count: grown by doubling, never shrunk, so
+            // a view of about the same size uploads none.
+            let indexed = q.len().next_power_of_two();
+            gl.bind_vertex_array(Some(batch.vao));
+            gl.bind_buffer(glow::ELEMENT_ARRAY_BUFFER, Some(batch.indices));
+            gl.buffer_data_u8_slice(
+                glow::ELEMENT_ARRAY_BUFFER,
+                bytes_of_u32(&quad_indices(indexed)),
+                glow::STATIC_DRAW,
+            );
+            gl.bind_vertex_array(None);
+            batch.indexed = indexed;
+        }
     }
 
     /// Replaces the bands (x0, x1, y0, y1 per instance; RGBA8 colours; allocation ids).
@@ -358,7 +364,7 @@ impl Renderer {
 
     /// Rectangles drawn per frame.
     pub fn instances(&self) -> i32 {
-        self.bands.count
+        self.bands.quads.len() as i32
     }
 
     /// Draws into the current viewport of `width_px` × `height_px`, clearing to
@@ -406,14 +412,17 @@ impl Renderer {
                 outline[2],
                 outline[3],
             );
-            if self.bands.count > 0 {
-                // Aggregates first, bands over them: a gap thinner than a pixel between
-                // two bands shows the aggregate colour, never the background.
+            if !self.bands.quads.is_empty() {
+                // Aggregates first, bands over them (the order of the vertices): a gap
+                // thinner than a pixel between two bands shows the aggregate colour,
+                // never the background.
                 gl.bind_vertex_array(Some(self.bands.vao));
-                for pass in 0..2 {
-                    gl.uniform_1_u32(self.u_pass.as_ref(), pass);
-                    gl.draw_arrays_instanced(glow::TRIANGLE_STRIP, 0, 4, self.bands.count);
-                }
+                gl.draw_elements(
+                    glow::TRIANGLES,
+                    (self.bands.quads.len() * INDICES_PER_QUAD) as i32,
+                    glow::UNSIGNED_INT,
+                    0,
+                );
             }
             let lines = &self.lines;
             if !lines.strips.is_empty() || !self.outlines.strips.is_empty() {

@@ -150,6 +150,7 @@ mod index;
 pub mod lanes;
 mod layout;
 pub mod palette;
+pub mod quads;
 pub mod segments;
 mod stack;
 
