@@ -1,4 +1,4 @@
-//! The WebGL2 renderer: instanced rectangles.
+//! The WebGL2 renderer: rectangles in one indexed draw.
 //!
 //! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
 //! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):

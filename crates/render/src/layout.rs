@@ -1,4 +1,4 @@
-//! [`layout`]: the memory timeline of one view as [`Strips`] of instanced rectangles,
+//! [`layout`]: the memory timeline of one view as [`Strips`] of rectangles,
 //! with the level of detail decided by pixels (the rules are in the crate docs).
 
 use std::sync::OnceLock;
@@ -146,7 +146,7 @@ pub struct PeakMarker {
     pub bytes: u64,
 }
 
-/// A laid-out view: flat arrays ready for instanced drawing.
+/// A laid-out view: flat arrays, one entry per rectangle, ready to draw.
 ///
 /// Coordinates are data units (axis units on x, bytes on y) *relative to*
 /// `(origin_x, origin_y)`, so that `f32` keeps sub-pixel precision deep into a long

@@ -21,7 +21,7 @@
 //!                     ├──layout(&index, &view)──▶ Strips   per view: pixels decide
 //!                     │                             │      the work and the size
 //!                     ├──legend(&index, n)          ├──▶ transferred to the page,
-//!                     │                             │    drawn as instanced quads
+//!                     │                             │    drawn as indexed quads
 //!  ticks_bytes / ticks_time / ticks_events          └──▶ Strips::hit(x, y) on hover
 //! ```
 //!
@@ -29,7 +29,7 @@
 //!   [`Axis::Events`]), every allocation's lifetime and colour, allocated bytes after
 //!   every trace entry, the reserved-bytes curve and the peak.
 //! - [`layout`] of a [`TimelineView`] (x range, y range, canvas size) gives [`Strips`]:
-//!   flat `rects` / `colors` / `ids` arrays for instanced drawing, relative to an
+//!   flat `rects` / `colors` / `ids` arrays, one entry per rectangle, relative to an
 //!   origin so `f32` stays precise, plus overlay polylines and the peak marker.
 //! - [`legend`]: the call sites holding the most bytes at the peak.
 //! - [`palette`]: every colour. [`axes`]: tick positions and labels.
