@@ -404,6 +404,26 @@ impl App {
                 self.pool.load_done(slot);
                 crate::fleet::on_rank_loaded(self, info.rank_key, slot);
                 let key = info.rank_key;
+                // Every legend read decides the colours of all ranks (`SitePalette`), as
+                // soon as its rank is read, so that a call site keeps its colour from
+                // one rank shown to the next: a view shown meanwhile in other colours is
+                // asked for again.
+                let mut recolor = false;
+                for d in &info.devices {
+                    let legend = d
+                        .legend
+                        .iter()
+                        .map(|e| (e.label.clone(), e.bytes))
+                        .collect();
+                    recolor |= self.palette.set_legend(key, d.summary.device, legend);
+                }
+                if let Some(t) = self
+                    .timeline
+                    .as_mut()
+                    .filter(|t| recolor && t.shown.is_some())
+                {
+                    t.recolor = true;
+                }
                 if let (Some(rank), Some(handles)) =
                     (self.page.ranks.get(key), self.handles.get_mut(&key))
                 {
@@ -428,6 +448,9 @@ impl App {
                             self.activate(key, device, !view_sent);
                         }
                     }
+                }
+                if self.timeline.as_ref().is_some_and(|t| t.recolor) {
+                    self.request_strips();
                 }
                 self.schedule();
                 self.update_chrome();

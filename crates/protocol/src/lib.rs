@@ -220,6 +220,10 @@ pub struct DeviceInfo {
     pub events: u32,
     /// The highest of allocated and reserved bytes over the trace (the y extent).
     pub y_max: f64,
+    /// Call sites with the most bytes at the peak (what the timeline's strips carry):
+    /// the page decides every rank's colours from every rank's legend as soon as it is
+    /// read, whether or not its view was laid out.
+    pub legend: Vec<memscope_render::LegendEntry>,
 }
 
 /// A loaded rank.

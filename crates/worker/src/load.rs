@@ -6,7 +6,7 @@ use std::sync::Arc;
 use gloo_worker::{HandlerId, WorkerScope};
 use js_sys::Uint8Array;
 use memscope_protocol::{DeviceInfo, LoadPhase, RankInfo, Response, Source};
-use memscope_render::{Axis, TimelineIndex};
+use memscope_render::{legend, palette::LEGEND_SITES, Axis, TimelineIndex};
 use memscope_snapshot::{
     Allocations, DeviceModel, DeviceSummary, Loader, SettingValue, Snapshot, NO_TIME,
 };
@@ -414,6 +414,7 @@ pub fn rank_info(
                     start_time_us,
                     events,
                     y_max: (d.index.peak().bytes as f64).max(d.index.peak_reserved() as f64),
+                    legend: legend(&d.index, LEGEND_SITES),
                 }
             })
             .collect(),
