@@ -319,7 +319,6 @@ impl App {
         self.handles.get(&key)?.source.as_ref()
     }
 
-    /// Worker `slot` has files to read: one now, or ones waiting for any worker.
     /// Whether worker `slot` has a file to read (queued files not counted).
     fn loads_pending_on(&self, slot: usize) -> bool {
         self.page
@@ -328,6 +327,7 @@ impl App {
             .any(|r| matches!(r.phase, Phase::Loading { .. }) && self.slot_of(r.key) == Some(slot))
     }
 
+    /// Worker `slot` has files to read: one now, or ones waiting for any worker.
     pub fn loads_pending(&self, slot: usize) -> bool {
         self.page.ranks.iter().any(|r| match r.phase {
             Phase::Queued => true,
@@ -506,29 +506,14 @@ impl App {
                 // Each worker sends a freshly loaded rank's first view unasked (request
                 // 0); while several ranks load, only the shown one's is taken. Only the
                 // answer awaited ends the wait (`TimelineAsks`).
-                // Every legend seen decides the colours of all ranks (`SitePalette`).
-                // When they change, the shown view is asked for again in them; so is a
-                // rank's first view, which comes unasked in its own colours, when those
-                // differ.
-                let legend = strips
-                    .legend
-                    .iter()
-                    .map(|e| (e.label.clone(), e.bytes))
-                    .collect();
-                let changed = self
-                    .palette
-                    .set_legend(strips.rank_key, strips.device, legend);
+                // The colours of all ranks were decided from every legend when its rank
+                // was read (`Response::Loaded`), before any of its strips came: strips
+                // taken in other entries (a rank's first view comes unasked in its own
+                // colours) are asked for again in them.
                 let stale = strips.palette.as_slice() != self.palette.entries();
                 let taken = t.set_strips(*strips);
-                // Strips just taken are coloured right when they carry the entries now
-                // decided, even if this legend changed them (a first rank's first view
-                // always does): asking again would lay the same view out twice before
-                // the first paint. Strips not taken leave the shown view in the entries
-                // decided before.
                 if taken {
                     t.recolor = stale;
-                } else if changed {
-                    t.recolor = true;
                 }
                 self.asks.answered(request, owner);
                 if taken {
