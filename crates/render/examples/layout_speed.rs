@@ -6,7 +6,9 @@
 //! then [`layout`] of a few views at 1600 × 800 px (the best of three runs each), with
 //! the number of instances produced and the bound [`TimelineView::instance_bound`];
 //! then hover lookups ([`memscope_render::Strips::hit`]) on the full view: the first
-//! builds the per-column index, each one after is a binary search in one column.
+//! builds the per-column index, each one after is a binary search in one column; then
+//! the views of `bench/browser.mjs`'s pan steps (W/S/A/D at the timeline's size there,
+//! 712 × 378 px), each laid out once, as the worker does after each step.
 //!
 //! ```text
 //! python3 bench/scale.py --preset small --out-dir /tmp/ms-bench   # also medium, large
@@ -169,6 +171,39 @@ fn report(path: &PathBuf) -> Result<(), String> {
                 format_count(view.instance_bound() as u64),
             );
         }
+        pan_steps(&index);
     }
     Ok(())
+}
+
+/// The views `bench/browser.mjs` steps through (ten keys: zoom by 0.8 or 1.25 about the
+/// middle, pan by 15 %; not held inside the trace as the page holds them), six rounds
+/// from the full view.
+fn pan_steps(index: &TimelineIndex) {
+    let full = TimelineView::full(index, Axis::Time, 712, 378);
+    let mut view = full;
+    let (mut total, mut slowest, mut instances) = (Duration::ZERO, Duration::ZERO, 0usize);
+    let keys = ["W", "W", "W", "A", "D", "D", "S", "S", "S", "A"];
+    for key in keys.iter().cycle().take(60) {
+        let (span, mid) = (view.x1 - view.x0, (view.x0 + view.x1) / 2.0);
+        let (x0, x1) = match *key {
+            "W" => (mid - span * 0.4, mid + span * 0.4),
+            "S" => (mid - span * 0.625, mid + span * 0.625),
+            "A" => (view.x0 - span * 0.15, view.x1 - span * 0.15),
+            _ => (view.x0 + span * 0.15, view.x1 + span * 0.15),
+        };
+        view = TimelineView { x0, x1, ..view };
+        let start = Instant::now();
+        let strips = layout(index, &view);
+        let took = start.elapsed();
+        total += took;
+        slowest = slowest.max(took);
+        instances = instances.max(strips.len());
+    }
+    println!(
+        "  60 pan steps at 712 × 378: {:.1} ms a step on average, slowest {:.1} ms, up to {} instances",
+        total.as_secs_f64() * 1e3 / 60.0,
+        slowest.as_secs_f64() * 1e3,
+        format_count(instances as u64),
+    );
 }

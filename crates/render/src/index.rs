@@ -103,6 +103,10 @@ pub struct TimelineIndex {
     /// The legend sites' entries the sites are coloured by (the ones followed, or
     /// those of this device's own legend).
     pub(crate) palette_entries: Vec<(String, u8)>,
+    /// The allocated curve's first maximum per block of moments: a column covering a
+    /// million moments (a wide view of a long trace) finds the one it shows from these
+    /// instead of reading every moment.
+    pub(crate) block_peaks: BlockPeaks,
 }
 
 impl TimelineIndex {
@@ -140,6 +144,7 @@ impl TimelineIndex {
                 .collect(),
             followed: None,
             palette_entries: Vec::new(),
+            block_peaks: BlockPeaks::new(&model.allocated),
         };
         for rank in 0..count {
             let id = id_of_rank(rank, before, traced);
@@ -178,7 +183,8 @@ impl TimelineIndex {
                 + self.pending.capacity()
                 + self.end.capacity()
                 + self.site.capacity()
-                + self.site_run_end.capacity())
+                + self.site_run_end.capacity()
+                + self.block_peaks.0.capacity())
                 * size_of::<u32>()
             + self.site_palette.capacity()
     }
@@ -336,6 +342,12 @@ impl TimelineIndex {
     /// Allocated bytes at every moment.
     pub fn totals(&self) -> &[u64] {
         &self.model.allocated
+    }
+
+    /// The first of moments `lo..hi` (non-empty, within the trace) with the most
+    /// allocated bytes.
+    pub(crate) fn first_peak(&self, lo: usize, hi: usize) -> usize {
+        self.block_peaks.first(self.totals(), lo, hi)
     }
 
     /// Allocated bytes at moment `m` (the end value past the end).
@@ -566,11 +578,90 @@ pub fn legend(index: &TimelineIndex, n: usize) -> Vec<LegendEntry> {
         .collect()
 }
 
+/// Values per block of [`BlockPeaks`].
+const PEAK_BLOCK: usize = 256;
+
+/// Per block of [`PEAK_BLOCK`] values, the index of its first largest one: the first
+/// maximum of any range in O(`PEAK_BLOCK` + length / `PEAK_BLOCK`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BlockPeaks(Vec<u32>);
+
+impl BlockPeaks {
+    pub(crate) fn new(values: &[u64]) -> BlockPeaks {
+        BlockPeaks(
+            values
+                .chunks(PEAK_BLOCK)
+                .enumerate()
+                .map(|(b, block)| (b * PEAK_BLOCK + first_max(block, 0, block.len())) as u32)
+                .collect(),
+        )
+    }
+
+    /// The first of `lo..hi` with the largest of `values` (those this was built from;
+    /// `lo` when the range is empty).
+    pub(crate) fn first(&self, values: &[u64], lo: usize, hi: usize) -> usize {
+        let (first_block, last_block) = (lo.div_ceil(PEAK_BLOCK), hi / PEAK_BLOCK);
+        if first_block >= last_block {
+            return first_max(values, lo, hi);
+        }
+        // Blocks in order and a strict comparison keep the first of equal maxima.
+        let mut best = first_max(values, lo, first_block * PEAK_BLOCK);
+        for &m in &self.0[first_block..last_block] {
+            if values[m as usize] > values[best] {
+                best = m as usize;
+            }
+        }
+        let tail = last_block * PEAK_BLOCK;
+        if tail < hi {
+            let m = first_max(values, tail, hi);
+            if values[m] > values[best] {
+                best = m;
+            }
+        }
+        best
+    }
+}
+
+/// The first of `lo..hi` with the largest value (`lo` when the range is empty).
+fn first_max(values: &[u64], lo: usize, hi: usize) -> usize {
+    let mut best = lo;
+    for m in lo + 1..hi {
+        if values[m] > values[best] {
+            best = m;
+        }
+    }
+    best
+}
+
 /// Allocations made before the window (ids `traced..`) stack first.
 fn id_of_rank(rank: usize, before: usize, traced: usize) -> usize {
     if rank < before {
         rank + traced
     } else {
         rank - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Few distinct values, so that ranges hold many equal maxima across blocks.
+        #[test]
+        fn block_peaks_give_the_first_maximum(
+            values in proptest::collection::vec(0u64..4, 1..2_000),
+            ranges in proptest::collection::vec((0usize..2_000, 1usize..1_500), 1..40),
+        ) {
+            let peaks = BlockPeaks::new(&values);
+            for (lo, len) in ranges {
+                let lo = lo % values.len();
+                let hi = (lo + len).min(values.len());
+                let max = values[lo..hi].iter().max().copied();
+                let want = (lo..hi).find(|&m| Some(values[m]) == max).unwrap_or(lo);
+                prop_assert_eq!(peaks.first(&values, lo, hi), want);
+            }
+        }
     }
 }

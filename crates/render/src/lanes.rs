@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use crate::index::{Axis, TimelineIndex, NO_MOMENT};
 use crate::layout::{Strips, TimelineView, AGGREGATE_ID};
 use crate::palette::{self, Theme};
-use crate::stack::{Fenwick, RankSet};
+use crate::stack::{BlockSums, RankSet};
 
 /// The smallest row height laid out, in pixels (smaller requests are raised to it).
 pub const MIN_ROW_PX: u32 = 4;
@@ -469,7 +469,7 @@ fn lane_row(
             big.insert(slot);
         }
     });
-    let mut fen = Fenwick::from_values(fen_values);
+    let mut fen = BlockSums::from_values(fen_values);
     let dx = view.x_per_px();
     let mut bands = Runs::new(dx, 0.5);
     let mut aggregates = Runs::new(dx, 0.0);
@@ -562,7 +562,7 @@ pub(crate) fn column_moments(index: &TimelineIndex, view: &RowsView) -> Vec<u32>
 
 /// A moving state over a set of allocations ("slots"): which are live at the current
 /// moment. Adds and removals are reported to a callback, so each view keeps its own
-/// sums (bytes per slot in a Fenwick tree, drawn slots in a bit set).
+/// sums (bytes per slot in block sums, drawn slots in a bit set).
 pub(crate) struct Sweep<'a> {
     index: &'a TimelineIndex,
     /// Per slot, its stacking rank.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Axis, TimelineIndex, NO_MOMENT};
 use crate::palette;
-use crate::stack::{Fenwick, RankSet};
+use crate::stack::{BlockSums, RankSet};
 
 /// The id of aggregate instances in the views that do not describe them (segments,
 /// lanes, flame graph, pools): lumped sub-pixel items.
@@ -442,12 +442,7 @@ pub(crate) fn column_moments(
         below.saturating_sub(1)
     };
     let hi = before_end.max(lo + 1);
-    let mut shown = lo;
-    for m in lo + 1..hi {
-        if index.totals()[m] > index.totals()[shown] {
-            shown = m;
-        }
-    }
+    let shown = index.first_peak(lo, hi);
     Some(ColumnMoments { lo, hi, shown })
 }
 
@@ -569,7 +564,7 @@ fn layout_with(index: &TimelineIndex, view: &TimelineView, shortcuts: Shortcuts)
 /// clipped to what touches `[y0, y1)`; `(j, m)`: the column and the moment it shows.
 ///
 /// Walks the live allocations bottom up from the one at `y0`, adding up their offsets
-/// as it goes (one Fenwick query per column, not one per band or run): each band is
+/// as it goes (one prefix sum per column, not one per band or run): each band is
 /// drawn at its offset, and each run of one call site among the thinner ones between
 /// bands feeds the gap's windows ([`Gap`]). Two things keep the walk short:
 ///
@@ -580,7 +575,7 @@ fn layout_with(index: &TimelineIndex, view: &TimelineView, shortcuts: Shortcuts)
 ///   top, so most of a column is usually reused.
 /// - **Jumps.** After [`RUN_WALK`] allocations of one run, the walk jumps to the end
 ///   of the ranks of its call site (all of them thin and of its site, or dead): one
-///   Fenwick query, and a count of the live ones in the bit set.
+///   search and a prefix sum, and a count of the live ones in the bit set.
 fn emit_column(
     index: &TimelineIndex,
     view: &TimelineView,
@@ -941,7 +936,7 @@ struct StackState<'a> {
     index: &'a TimelineIndex,
     threshold: f64,
     moment: u32,
-    fen: Fenwick,
+    fen: BlockSums,
     /// The live allocations of non-zero size: what a column walks.
     live: RankSet,
     big: RankSet,
@@ -959,25 +954,26 @@ impl<'a> StackState<'a> {
     fn at(index: &'a TimelineIndex, m: u32, threshold: f64) -> Self {
         let count = index.size.len();
         let started = index.start.partition_point(|&s| s <= m);
-        let mut values = vec![0u64; count];
         let mut big = RankSet::new(count);
         let mut live = RankSet::new(count);
-        for (rank, value) in values[..started].iter_mut().enumerate() {
+        let values = (0..count).map(|rank| {
             let size = index.size[rank];
-            if index.end[rank] > m && size > 0 {
-                *value = size;
-                live.insert(rank);
-                if is_big(size, threshold) {
-                    big.insert(rank);
-                }
+            if rank >= started || index.end[rank] <= m || size == 0 {
+                return 0;
             }
-        }
+            live.insert(rank);
+            if is_big(size, threshold) {
+                big.insert(rank);
+            }
+            size
+        });
+        let fen = BlockSums::from_values(values);
         let next_end = index.ended_by(m);
         StackState {
             index,
             threshold,
             moment: m,
-            fen: Fenwick::from_values(values),
+            fen,
             live,
             big,
             changed_below: usize::MAX,

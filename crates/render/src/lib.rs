@@ -87,14 +87,18 @@
 //!    has at most `width_px × (2·height_px + 5)` instances
 //!    ([`TimelineView::instance_bound`]), whatever the number of allocations; real
 //!    traces give far fewer (neighbouring columns merge).
-//! 6. **Bounded work.** The state at the first column (bytes per stacking rank in a
-//!    Fenwick tree, the live allocations and the bands in 64-ary bit sets) is built in
-//!    O(allocations); moving from column to column costs O(log allocations) per
-//!    allocation starting or ending on the way; choosing the moments costs O(events in
-//!    view) plus two binary searches per column. A column walks its live allocations
+//! 6. **Bounded work.** The state at the first column (bytes per stacking rank with
+//!    64-ary block sums, the live allocations and the bands in 64-ary bit sets) is
+//!    built in one pass over the allocations; moving from column to column costs
+//!    O(log₆₄ allocations) per allocation starting or ending on the way; choosing the
+//!    moments costs three binary searches per column and, for the one a column shows,
+//!    the first maximum of its moments' totals read from per-block maxima (O(256 +
+//!    moments / 256), not O(moments): a column of a wide view of a long trace covers
+//!    thousands). A column walks its live allocations
 //!    bottom up from `y0`, adding their offsets (one prefix sum per column), until
 //!    `y1`: O(1) per allocation, and a run of one call site longer than a few dozen
-//!    allocations is crossed in one O(log allocations) jump. It resumes where the
+//!    allocations is crossed in one jump (a prefix sum and a search, O(64 · log₆₄
+//!    allocations)). It resumes where the
 //!    previous column drawn last decided something with only unchanged allocations
 //!    below (a checkpoint between windows, or after a band), continuing what that
 //!    column drew below it: across a trace the stack changes mostly near its top, so a

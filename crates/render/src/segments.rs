@@ -62,7 +62,7 @@ use crate::index::{TimelineIndex, NO_MOMENT};
 use crate::lanes::{column_moments, empty_strips, RowPlacement, RowsView, Run, Runs, Sink, Sweep};
 use crate::layout::Strips;
 use crate::palette::{self, Overlay, Theme};
-use crate::stack::{Fenwick, RankSet};
+use crate::stack::{BlockSums, RankSet};
 
 /// One segment (a row of the segment timeline).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -570,8 +570,8 @@ fn segment_row(
             count0[slot] = 1;
         }
     });
-    let mut small_bytes = Fenwick::from_values(bytes0);
-    let mut small_count = Fenwick::from_values(count0);
+    let mut small_bytes = BlockSums::from_values(bytes0);
+    let mut small_count = BlockSums::from_values(count0);
     let dx = view.x_per_px();
     let mut bands = Runs::new(dx, 0.0);
     let mut aggregates = Runs::new(dx, 0.0);

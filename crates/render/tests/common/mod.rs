@@ -1,5 +1,5 @@
 //! Independent checks of a layout: a naive replay of the allocation columns (no
-//! Fenwick tree, no sweep shared with the crate) and per-column comparisons.
+//! block sums, no sweep shared with the crate) and per-column comparisons.
 
 #![allow(dead_code)]
 
