@@ -458,10 +458,14 @@ test('search by size, address and frame text: counts, highlight in every view, n
     await page.fill('#search', '0x' + addr.toString(16));
     const holding = fp32.allocs.filter((a) => a.addr <= addr && addr < a.addr + Math.max(a.size, 1)).length;
     await page.waitForFunction((n) => document.getElementById('search-count').dataset.count === String(n) && document.getElementById('search-count').dataset.kind === 'address', holding);
-    // Frame text.
+    // Frame text, and Enter at once: pressed before the matches come, it is taken when
+    // they do.
     await page.fill('#search', 'rmsnorm');
+    await page.keyboard.press('Enter');
     const rms = fp32.allocs.filter((a) => a.frames.includes('rmsnorm')).length;
     await page.waitForFunction((n) => document.getElementById('search-count').dataset.count === String(n) && document.getElementById('search-count').dataset.kind === 'frame', rms);
+    await page.waitForFunction(() => document.getElementById('search-count').dataset.cursor === '0');
+    assert.match((await count()).text, new RegExp(`^1 of ${rms} \\(frame text\\)$`));
     await page.waitForFunction((n) => window.memscope.lenses().highlight === n, rms);
     // Esc clears it and every view is bright again.
     await page.focus('#search');

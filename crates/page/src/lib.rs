@@ -146,6 +146,11 @@ pub struct Search {
     pub ids: Vec<u32>,
     /// The match shown last by next/previous.
     pub cursor: Option<usize>,
+    /// Whether the matches of `text` came (an empty `ids` is then "no match").
+    pub answered: bool,
+    /// Next or previous (its step) asked before the matches came: taken when they
+    /// come, as Enter pressed right after typing means "show me the first".
+    pub step_waiting: Option<i64>,
 }
 
 /// Everything the page shows, each with one owner.
@@ -543,8 +548,11 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.reveal = None;
             s.moment = Moment::default();
             s.range = None;
+            // The same text is asked of the device shown (`lenses::search::rerun`).
             s.search.ids.clear();
             s.search.cursor = None;
+            s.search.answered = false;
+            s.search.step_waiting = None;
             table::apply(&mut s.table, table::TableMsg::Reset, false, fx);
             s.events.restart();
             s.whatif = whatif::WhatIfView::default();
@@ -638,6 +646,8 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             s.search.text = text.clone();
             s.search.cursor = None;
             s.search.ids.clear();
+            s.search.answered = false;
+            s.search.step_waiting = None;
             fx.push(Effect::Dom(Part::Search));
             if text.trim().is_empty() {
                 // Nothing to find: nothing kept bright. Otherwise the last matches stay
@@ -655,10 +665,18 @@ fn apply(s: &mut State, msg: Msg, fx: &mut Effects) {
             }
             s.search.ids = ids;
             s.search.cursor = None;
+            s.search.answered = true;
             fx.push(Effect::Dom(Part::Search));
             fx.push(Effect::Dom(Part::SearchMatches));
+            if let Some(delta) = s.search.step_waiting.take() {
+                apply(s, Msg::SearchStep(delta), fx);
+            }
         }
         Msg::SearchStep(delta) => {
+            if !s.search.answered && !s.search.text.trim().is_empty() {
+                s.search.step_waiting = Some(delta);
+                return;
+            }
             let n = s.search.ids.len() as i64;
             if n == 0 {
                 return;

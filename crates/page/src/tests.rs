@@ -223,11 +223,12 @@ fn search_steps_through_the_matches_and_brings_each_into_view() {
     let fx = update(&mut s, Msg::SearchText("mm".into()));
     assert!(fx.contains(&Effect::Ask(Ask::Search("mm".into()))));
     assert!(fx.contains(&Effect::WriteUrl { push: false }));
-    // Without matches Enter does nothing.
+    // Enter before the matches came waits for them.
     assert_eq!(
         key(&mut s, "Enter", "Enter", false, Focus::Search),
         Effects::default()
     );
+    assert_eq!(s.search.step_waiting, Some(1));
     // An answer for an older text is stale.
     update(
         &mut s,
@@ -237,23 +238,68 @@ fn search_steps_through_the_matches_and_brings_each_into_view() {
         },
     );
     assert!(s.search.ids.is_empty());
-    update(
+    assert_eq!((s.search.cursor, s.selection), (None, None));
+    // The matches come: the Enter pressed meanwhile shows the first.
+    let fx = update(
         &mut s,
         Msg::SearchAnswer {
             text: "mm".into(),
             ids: vec![4, 9, 12],
         },
     );
-    let fx = key(&mut s, "Enter", "Enter", false, Focus::Search);
     assert_eq!(s.search.cursor, Some(0));
     assert_eq!(s.selection, Some(4));
     assert!(fx.contains(&Effect::Ask(Ask::Reveal(4))));
+    assert_eq!(s.search.step_waiting, None);
     key(&mut s, "Enter", "Enter", false, Focus::Search);
     key(&mut s, "Enter", "Enter", false, Focus::Search);
     key(&mut s, "Enter", "Enter", false, Focus::Search);
     assert_eq!(s.search.cursor, Some(0), "wraps around");
     key(&mut s, "Enter", "Enter", true, Focus::Search);
     assert_eq!((s.search.cursor, s.selection), (Some(2), Some(12)));
+}
+
+#[test]
+fn a_step_waiting_for_matches_is_dropped_by_new_text_or_no_match() {
+    let mut s = shown();
+    update(&mut s, Msg::SearchText("mm".into()));
+    key(&mut s, "Enter", "Enter", true, Focus::Search);
+    // Typing on: the step was for the old text.
+    update(&mut s, Msg::SearchText("mmx".into()));
+    assert_eq!(s.search.step_waiting, None);
+    update(
+        &mut s,
+        Msg::SearchAnswer {
+            text: "mmx".into(),
+            ids: vec![4, 9],
+        },
+    );
+    assert_eq!((s.search.cursor, s.selection), (None, None));
+    // Shift+Enter before the answer shows the last match once it comes.
+    update(&mut s, Msg::SearchText("m".into()));
+    key(&mut s, "Enter", "Enter", true, Focus::Search);
+    update(
+        &mut s,
+        Msg::SearchAnswer {
+            text: "m".into(),
+            ids: vec![4, 9, 12],
+        },
+    );
+    assert_eq!((s.search.cursor, s.selection), (Some(2), Some(12)));
+    // No match: Enter waits for nothing and does nothing.
+    update(&mut s, Msg::SearchText("zz".into()));
+    update(
+        &mut s,
+        Msg::SearchAnswer {
+            text: "zz".into(),
+            ids: vec![],
+        },
+    );
+    assert_eq!(
+        key(&mut s, "Enter", "Enter", false, Focus::Search),
+        Effects::default()
+    );
+    assert_eq!(s.search.step_waiting, None);
 }
 
 #[test]

@@ -78,10 +78,13 @@ pub fn render(app: &App) {
     let s = &app.lenses.search;
     let page = &app.page.search;
     let count: HtmlElement = by_id("search-count");
-    let text = if let Some(e) = &s.error {
-        e.clone()
-    } else if page.text.trim().is_empty() {
+    let text = if page.text.trim().is_empty() {
         String::new()
+    } else if !page.answered {
+        // Enter pressed meanwhile is taken when the matches come.
+        "searching…".to_owned()
+    } else if let Some(e) = &s.error {
+        e.clone()
     } else {
         let kind = match s.kind {
             Some(SearchKind::Address) => "address",
