@@ -66,8 +66,14 @@ test('a dropped report file shows the fleet without reading a snapshot', async (
     await page.waitForSelector('#fleet[data-status="ready"]', { timeout: 60000 });
     await page.waitForSelector('.view[data-view="fleet"]');
     assert.deepEqual(await overviewPeaks(page), expected);
-    // No rank was loaded: no card, no worker read a file.
-    assert.equal(await page.locator('.rank-card').count(), 0);
+    // No rank was loaded, no worker read a file: the ranks' list names the report's
+    // ranks, each with its peak from the record.
+    assert.equal(await page.locator('.rank-card:not(.filed)').count(), 0);
+    const listed = await page.$$eval('#filed-ranks .rank-card.filed', (cards) =>
+      cards.map((c) => [`${c.dataset.file}#${c.querySelector('.filed-device').dataset.device}`, c.textContent]),
+    );
+    assert.deepEqual(listed.map(([k]) => k).sort(), [...expected.keys()].sort());
+    for (const [, text] of listed) assert.match(text, /from job\.memscope\.jsonl: click to open its snapshot/);
     // Every row is in the heatmap, from the records, and the note says so.
     await page.waitForFunction(
       (n) => document.querySelectorAll('#heat-labels .heat-label').length === n,
@@ -93,9 +99,21 @@ test('#url= opens a report file; opening a rank asks for its snapshot by name an
     await page.waitForSelector('#fleet[data-status="ready"]', { timeout: 60000 });
     assert.deepEqual(await overviewPeaks(page), expected);
 
+    // A rank listed on the left asks for its snapshot, in the Fleet view: clicked, or
+    // Enter on its row.
+    await page.click('#view-rank');
+    await page.click('#filed-ranks .rank-card[data-file="external-annotations.pickle"] .filed-device');
+    await page.waitForSelector('.view[data-view="fleet"]');
+    await page.waitForSelector('#fleet-ask[data-file="external-annotations.pickle"]:not([hidden])');
+    await page.click('#view-rank');
+    await page.focus('#filed-ranks .rank-card[data-file="four-devices-no-time-us.pickle"] .filed-device');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.view[data-view="fleet"]');
+    await page.waitForSelector('#fleet-ask[data-file="four-devices-no-time-us.pickle"]:not([hidden])');
+
     // Open the rank of forward-fp32.pickle from the overview: the page asks for it.
     await page.click('#fleet-overview tr[data-file="forward-fp32.pickle"]');
-    await page.waitForSelector('#fleet-ask:not([hidden])');
+    await page.waitForSelector('#fleet-ask[data-file="forward-fp32.pickle"]:not([hidden])');
     assert.equal(await page.getAttribute('#fleet-ask', 'data-file'), 'forward-fp32.pickle');
     assert.match(await page.textContent('#fleet-ask'), /forward-fp32\.pickle/);
 
@@ -107,7 +125,9 @@ test('#url= opens a report file; opening a rank asks for its snapshot by name an
     });
     const peak = await page.getAttribute('.device[data-peak-allocated-bytes]', 'data-peak-allocated-bytes');
     assert.equal(Number(peak), expected.get('forward-fp32.pickle#0'));
-    // The loaded rank takes the filed one's place in the fleet: still one row per rank.
+    // The loaded rank takes the filed one's place in the list and in the fleet.
+    await page.waitForFunction(() => !document.querySelector('#filed-ranks .rank-card[data-file="forward-fp32.pickle"]'));
+    assert.equal(await page.locator('#filed-ranks .rank-card.filed').count(), expected.size - 1);
     await page.click('#view-fleet');
     await page.waitForSelector('#fleet[data-status="ready"]', { timeout: 60000 });
     assert.deepEqual(await overviewPeaks(page), expected);

@@ -820,10 +820,11 @@ impl App {
             Part::Cards => self.render_cards(),
             Part::Card(key) => self.render_card(key),
             Part::FocusedDevice => {
-                if let Some((key, device)) = dom::document()
-                    .active_element()
-                    .and_then(|e| device_row_of(&e))
+                let focused = dom::document().active_element();
+                if let Some((key, device)) = focused.as_ref().and_then(crate::fleet::filed::row_of)
                 {
+                    crate::fleet::filed::open_listed(self, key, device);
+                } else if let Some((key, device)) = focused.as_ref().and_then(device_row_of) {
                     self.activate(key, device, true);
                 }
             }
@@ -972,6 +973,9 @@ impl App {
             if let Some(handles) = self.handles.get(&rank.key) {
                 append(&list, &handles.card);
             }
+        }
+        if let Some(filed) = crate::fleet::filed::cards(self) {
+            append(&list, filed);
         }
         for rank in self.page.ranks.iter() {
             self.render_card(rank.key);

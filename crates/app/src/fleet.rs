@@ -27,7 +27,7 @@
 mod anomalies;
 mod compare;
 mod draw;
-mod filed;
+pub mod filed;
 mod grid;
 mod heat;
 mod lanes;
@@ -74,6 +74,8 @@ pub struct Fleet {
     filed: Option<filed::Filed>,
     /// A rank of the report file whose snapshot was asked for: shown once it reports.
     waiting: Option<filed::Waiting>,
+    /// The report file's ranks listed under the loaded ones ([`filed::render_cards`]).
+    filed_cards: Option<HtmlElement>,
     /// The overview lists every rank (not only the first ones in its order).
     overview_all: bool,
     /// A rank whose model was dropped, opened from the fleet: shown once read again.

@@ -81,7 +81,7 @@ fn focus_of(target: Option<EventTarget>) -> Focus {
     if within("#table-grid").is_some() {
         return Focus::TableGrid;
     }
-    if within("#ranks .device").is_some() {
+    if within("#ranks .device, #ranks .filed-device").is_some() {
         return Focus::DeviceRow;
     }
     if within("[role=grid],[role=tablist],[role=listbox]").is_some() {

@@ -194,11 +194,14 @@ fn dropped(app: &Shared, e: &DragEvent) {
 
 /// A click on a device row of the ranks list: show that device.
 fn device_clicked(a: &mut App, e: &MouseEvent) {
-    if let Some((key, device)) = e
+    let target = e
         .target()
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .and_then(|t| app::device_row_of(&t))
-    {
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+    if let Some((key, device)) = target.as_ref().and_then(fleet::filed::row_of) {
+        fleet::filed::open_listed(a, key, device);
+        return;
+    }
+    if let Some((key, device)) = target.as_ref().and_then(app::device_row_of) {
         a.activate(key, device, true);
         // A device's timeline is in the rank view.
         fleet::set_view(a, false);
