@@ -216,6 +216,21 @@ pub struct Target {
     pub label: String,
 }
 
+impl Target {
+    /// Rank `key`'s `device`: the whole trace, nothing selected.
+    pub fn rank(key: u32, device: i32) -> Target {
+        Target {
+            key,
+            device,
+            window: None,
+            moment: None,
+            ids: Vec::new(),
+            total_ids: 0,
+            label: String::new(),
+        }
+    }
+}
+
 /// The allocations listed above the timeline.
 struct Selection {
     key: u32,

@@ -207,18 +207,7 @@ pub fn cards(app: &App) -> Option<&HtmlElement> {
 /// for its snapshot, in the Fleet view.
 pub fn open_listed(app: &mut App, key: u32, device: i32) {
     set_view(app, true);
-    focus(
-        app,
-        Target {
-            key,
-            device,
-            window: None,
-            moment: None,
-            ids: Vec::new(),
-            total_ids: 0,
-            label: String::new(),
-        },
-    );
+    focus(app, Target::rank(key, device));
 }
 
 /// The filed rank (key, device) of the row `e` is in, if any.

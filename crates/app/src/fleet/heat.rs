@@ -803,12 +803,9 @@ fn target_at(app: &App, e: &MouseEvent) -> Option<Target> {
         ),
     };
     Some(Target {
-        key,
-        device,
         window: Some(window),
         moment: Some(moment),
-        ids: Vec::new(),
-        total_ids: 0,
         label: who_label(app, &map.rows[row].id),
+        ..Target::rank(key, device)
     })
 }

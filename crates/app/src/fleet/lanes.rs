@@ -343,16 +343,13 @@ fn clicked(app: &mut App, e: &MouseEvent) {
         let e = p.end_us.or(facts.figures.last_time_us).unwrap_or(s);
         let pad = (e - s).max(1_000) / 20;
         Target {
-            key,
-            device,
             window: Some(Window::Time {
                 start_us: s - pad,
                 end_us: e + pad,
             }),
             moment: Some(Moment::Time(s)),
-            ids: Vec::new(),
-            total_ids: 0,
             label: p.name.clone(),
+            ..Target::rank(key, device)
         }
     };
     dom::show(&by_id::<HtmlElement>("lanes-hover"), false);

@@ -546,13 +546,9 @@ pub fn on_focus(app: &mut App, target: &Element) {
     focus(
         app,
         Target {
-            key,
-            device,
-            window: None,
             moment: Some(Moment::Peak),
-            ids: Vec::new(),
-            total_ids: 0,
             label,
+            ..Target::rank(key, device)
         },
     );
 }
