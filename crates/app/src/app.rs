@@ -218,6 +218,11 @@ impl App {
                 }));
                 continue;
             };
+            // Only a rank the page may show as soon as it is read gets its first view
+            // with the load: while nothing is shown, the first file each worker reads
+            // (whichever is read first is shown; a worker's next file comes after it).
+            let first_view = (self.page.shown.is_none() && self.pool.loads(slot) == 0)
+                || self.page.ranks.reopening().is_some_and(|(k, _)| k == key);
             let Some(handles) = self.handles.get_mut(&key) else {
                 continue;
             };
@@ -226,14 +231,6 @@ impl App {
                 Source::File(f) => Some(Source::File(f.clone())),
                 Source::Url(u) => Some(Source::Url(u.clone())),
                 Source::Bytes(_) => None,
-            };
-            // Only a rank the page may show as soon as it is read gets its first view
-            // with the load: while nothing is shown, the first file each worker reads
-            // (whichever is read first is shown; a worker's next file comes after it).
-            let first_view = (self.page.shown.is_none() && !self.loads_pending_on(slot))
-                || self.page.ranks.reopening().is_some_and(|(k, _)| k == key);
-            let Some(handles) = self.handles.get_mut(&key) else {
-                continue;
             };
             handles.slot = Some(slot);
             handles.first_view_sent = first_view;
@@ -317,14 +314,6 @@ impl App {
     /// The file rank `key` was opened from, if it can be read again.
     pub fn source_of(&self, key: u32) -> Option<&Source> {
         self.handles.get(&key)?.source.as_ref()
-    }
-
-    /// Whether worker `slot` has a file to read (queued files not counted).
-    fn loads_pending_on(&self, slot: usize) -> bool {
-        self.page
-            .ranks
-            .iter()
-            .any(|r| matches!(r.phase, Phase::Loading { .. }) && self.slot_of(r.key) == Some(slot))
     }
 
     /// Worker `slot` has files to read: one now, or ones waiting for any worker.
@@ -820,12 +809,15 @@ impl App {
             Part::Cards => self.render_cards(),
             Part::Card(key) => self.render_card(key),
             Part::FocusedDevice => {
-                let focused = dom::document().active_element();
-                if let Some((key, device)) = focused.as_ref().and_then(crate::fleet::filed::row_of)
+                if let Some((key, device)) = dom::document()
+                    .active_element()
+                    .and_then(|e| device_row_of(&e))
                 {
-                    crate::fleet::filed::open_listed(self, key, device);
-                } else if let Some((key, device)) = focused.as_ref().and_then(device_row_of) {
-                    self.activate(key, device, true);
+                    if key >= crate::fleet::filed::KEY_BASE {
+                        crate::fleet::filed::open_listed(self, key, device);
+                    } else {
+                        self.activate(key, device, true);
+                    }
                 }
             }
         }
@@ -995,14 +987,7 @@ impl App {
             "data-rank",
             &rank.number.map_or(String::new(), |r| r.to_string()),
         );
-        let head = el("div", "rank-head");
-        let label = match rank.number {
-            Some(r) => format!("rank {r}"),
-            None => "file".to_owned(),
-        };
-        append(&head, &el_text("span", "rank-label", &label));
-        append(&head, &el_text("span", "rank-name", &rank.name));
-        append(card, &head);
+        append(card, &card_head(rank.number, &rank.name));
         match &rank.phase {
             Phase::Queued => {
                 let _ = card.class_list().remove_1("failed");
@@ -1239,9 +1224,23 @@ fn show_trace_or_notice(d: &DeviceInfo) {
     );
 }
 
-/// The rank key and device of the device row `e` is in, if any.
+/// A rank card's first line: `rank N` (the number in its file's name) or `file`, and
+/// the name.
+pub fn card_head(number: Option<u64>, name: &str) -> HtmlElement {
+    let head = el("div", "rank-head");
+    let label = number.map_or_else(|| "file".to_owned(), |r| format!("rank {r}"));
+    append(&head, &el_text("span", "rank-label", &label));
+    append(&head, &el_text("span", "rank-name", name));
+    head
+}
+
+/// The rank key and device of the device row `e` is in, if any: a loaded rank's, or
+/// one listed from a report file (keys from `fleet::filed::KEY_BASE`).
 pub fn device_row_of(e: &web_sys::Element) -> Option<(u32, i32)> {
-    let row = e.closest("#ranks .device").ok().flatten()?;
+    let row = e
+        .closest("#ranks .device, #ranks .filed-device")
+        .ok()
+        .flatten()?;
     let key = row.get_attribute("data-key")?.parse().ok()?;
     let device = row.get_attribute("data-device")?.parse().ok()?;
     Some((key, device))

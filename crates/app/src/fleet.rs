@@ -544,6 +544,8 @@ fn refresh(app: &mut App) {
         return;
     }
     app.fleet.signature = signature;
+    // A rank read may be the snapshot of one listed from a report file.
+    filed::render_cards(app);
     let mut entries: Vec<Rc<RankEntry>> = Vec::new();
     let mut who = Vec::new();
     for r in app.page.ranks.iter() {

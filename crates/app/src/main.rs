@@ -194,14 +194,15 @@ fn dropped(app: &Shared, e: &DragEvent) {
 
 /// A click on a device row of the ranks list: show that device.
 fn device_clicked(a: &mut App, e: &MouseEvent) {
-    let target = e
+    if let Some((key, device)) = e
         .target()
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
-    if let Some((key, device)) = target.as_ref().and_then(fleet::filed::row_of) {
-        fleet::filed::open_listed(a, key, device);
-        return;
-    }
-    if let Some((key, device)) = target.as_ref().and_then(app::device_row_of) {
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|t| app::device_row_of(&t))
+    {
+        if key >= fleet::filed::KEY_BASE {
+            fleet::filed::open_listed(a, key, device);
+            return;
+        }
         a.activate(key, device, true);
         // A device's timeline is in the rank view.
         fleet::set_view(a, false);

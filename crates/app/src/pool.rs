@@ -231,6 +231,11 @@ impl Pool {
         }
     }
 
+    /// Loads given to slot `index` and not answered yet.
+    pub fn loads(&self, index: usize) -> usize {
+        self.slots.get(index).map_or(0, |s| s.loads)
+    }
+
     /// Slot `index` finished (or abandoned) a load.
     pub fn load_done(&mut self, index: usize) {
         if let Some(slot) = self.slots.get_mut(index) {

@@ -162,13 +162,14 @@ impl TimelineIndex {
                 rank as u32 + 1
             };
         }
-        for (m, &bytes) in model.allocated.iter().enumerate() {
-            if bytes > index.peak.bytes {
-                index.peak = Peak {
-                    moment: m as u32,
-                    bytes,
-                };
-            }
+        let peak = index
+            .block_peaks
+            .first(&model.allocated, 0, model.allocated.len());
+        if let Some(&bytes) = model.allocated.get(peak).filter(|&&b| b > 0) {
+            index.peak = Peak {
+                moment: peak as u32,
+                bytes,
+            };
         }
 
         index.assign_palette();

@@ -15,8 +15,7 @@ use std::rc::Rc;
 
 use memscope_protocol::fleet::FleetRequest;
 use memscope_protocol::{Codec, Response};
-use memscope_render::palette::LEGEND_SITES;
-use memscope_render::{layout, legend};
+use memscope_render::layout;
 use memscope_snapshot::Loader;
 
 use crate::{fleet, load, Rank};
@@ -86,7 +85,6 @@ pub async fn run(busy: Rc<Cell<bool>>, paused: Rc<Cell<bool>>) {
         let _ = <Codec as gloo_worker::Codec>::encode(Response::Loaded(info));
         if let Some(d) = devices.first() {
             let strips = layout(&d.index, &crate::full_view(&d.index, 1600, 600));
-            let _ = legend(&d.index, LEGEND_SITES);
             let _ = crate::aggregate_sites(&d.index, &strips.aggregates);
         }
         give_way(&paused).await;

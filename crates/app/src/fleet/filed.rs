@@ -124,7 +124,6 @@ fn opened(app: &mut App, name: String, text: Result<String, String>) {
     dom::show(&by_id("view-switch"), true);
     set_view(app, true);
     render_banner(app);
-    render_cards(app);
     refresh_soon(app);
     update_status(app);
     if !app.page.ranks.loading() {
@@ -135,7 +134,11 @@ fn opened(app: &mut App, name: String, text: Result<String, String>) {
 /// The report file's ranks whose snapshot is not loaded, as cards under the loaded
 /// ranks' (one list element, which the ranks' list keeps last): each says where it
 /// comes from, and a click asks for its snapshot as opening it in the Fleet view does.
+/// Drawn when the fleet's ranks change (`fleet::refresh`).
 pub fn render_cards(app: &mut App) {
+    if app.fleet.filed.is_none() {
+        return;
+    }
     let list = app
         .fleet
         .filed_cards
@@ -149,20 +152,18 @@ pub fn render_cards(app: &mut App) {
         append(&by_id::<HtmlElement>("ranks"), &list);
     }
     clear(&list);
-    let Some(name) = app.fleet.filed.as_ref().map(|f| f.name.clone()) else {
-        return;
-    };
+    let name = app
+        .fleet
+        .filed
+        .as_ref()
+        .map_or_else(String::new, |f| f.name.clone());
     for (key, entry) in shown(app) {
         let figures = &entry.report.facts.figures;
         let id = &figures.id;
         let card = el("div", "rank-card filed");
         attr(&card, "role", "listitem");
         attr(&card, "data-file", &id.file);
-        let head = el("div", "rank-head");
-        let label = id.rank.map_or("file".to_owned(), |r| format!("rank {r}"));
-        append(&head, &el_text("span", "rank-label", &label));
-        append(&head, &el_text("span", "rank-name", &id.file));
-        append(&card, &head);
+        append(&card, &crate::app::card_head(id.rank, &id.file));
         let row = el("div", "filed-device");
         attr(&row, "role", "button");
         attr(&row, "tabindex", "0");
@@ -208,14 +209,6 @@ pub fn cards(app: &App) -> Option<&HtmlElement> {
 pub fn open_listed(app: &mut App, key: u32, device: i32) {
     set_view(app, true);
     focus(app, Target::rank(key, device));
-}
-
-/// The filed rank (key, device) of the row `e` is in, if any.
-pub fn row_of(e: &web_sys::Element) -> Option<(u32, i32)> {
-    let row = e.closest("#filed-ranks .filed-device").ok().flatten()?;
-    let key = row.get_attribute("data-key")?.parse().ok()?;
-    let device = row.get_attribute("data-device")?.parse().ok()?;
-    Some((key, device))
 }
 
 /// Whether the loaded rank `key` is the snapshot a filed rank was made from: the same
@@ -328,10 +321,6 @@ fn snapshot_picked(a: &mut App, e: &Event) {
 
 /// A loaded rank reported: if it is the snapshot of the filed rank asked for, show it.
 pub fn on_reported(app: &mut App, rank_key: u32) {
-    if app.fleet.filed.is_some() {
-        // A loaded rank may be the snapshot of one listed from the report.
-        render_cards(app);
-    }
     let Some(w) = &app.fleet.waiting else {
         return;
     };
