@@ -463,6 +463,55 @@ test('#example: press W twice, the band under the cursor is the allocation selec
   }
 });
 
+test('under a still pointer, the readout and the hover follow each new layout (W/S/A/D keys)', async () => {
+  // An aggregate's id names an instance of the strips it came in: after a relayout the
+  // same id is another aggregate. The oracle is a fresh hover at the same point: after
+  // every key and its layout, what the readout says must be what moving the pointer a
+  // pixel away and back says.
+  const b = await browser();
+  try {
+    const { page } = b;
+    await page.goto(server.url);
+    await page.waitForSelector('body[data-status="empty"]');
+    await dropFiles(page, [real('fullstep-19k-events-cpp-frames.pickle')]);
+    await page.waitForSelector('body[data-status="ready"]', { timeout: 60000 });
+    const r = rng(53);
+    const readout = () =>
+      page.$eval('#hover', (e) => {
+        const d = { ...e.dataset };
+        return { text: e.textContent, ...d };
+      });
+    const tally = { aggregates: 0, allocations: 0, empty: 0 };
+    for (let trial = 0; trial < 24; trial++) {
+      const shot = await settled(page);
+      const { rect } = shot;
+      // A point on a drawn pixel, the pointer moved there.
+      let cx;
+      let cy;
+      for (let k = 0; k < 50; k++) {
+        cx = Math.floor(rect.left + r.range(0.05, 0.95) * rect.width);
+        cy = Math.floor(rect.top + r.range(0.3, 0.98) * rect.height);
+        if ((await onCanvas(page, [[cx, cy]]))[0]) break;
+      }
+      await page.mouse.move(cx, cy);
+      const key = ['KeyW', 'KeyS', 'KeyA', 'KeyD'][r.below(4)];
+      await page.evaluate((code) => document.dispatchEvent(new KeyboardEvent('keydown', { code, key: code.slice(3).toLowerCase(), bubbles: true })), key);
+      await settled(page);
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done())));
+      const after = await readout();
+      await page.mouse.move(cx + 1, cy);
+      await page.mouse.move(cx, cy);
+      const fresh = await readout();
+      assert.deepEqual(after, fresh, `trial ${trial}: ${key} at (${cx}, ${cy})`);
+      tally[fresh.hit === 'aggregate' ? 'aggregates' : fresh.hit === 'allocation' ? 'allocations' : 'empty']++;
+    }
+    console.log('still pointer', JSON.stringify(tally));
+    assert.ok(tally.aggregates >= 5, JSON.stringify(tally));
+  } finally {
+    await b.close();
+  }
+});
+
 test('a selected band that slides down the stack is outlined along the band, and hit where it is drawn', async () => {
   // win-paths-compile-context.pickle: allocation #643 (312.5 MiB, the 644th alloc entry,
   // CPython) lives from entry 1,393 to the end and slides down the stack by 11.9 GB (85 %

@@ -73,6 +73,10 @@ pub struct App {
     pub later: crate::later::Pending,
     /// The pointer drag in progress, whichever view it started on.
     pub drag: crate::input::Drag,
+    /// Where the pointer is over the timeline's canvas (client pixels), if it is: new
+    /// strips describe what is under it afresh (an aggregate's id names another one in
+    /// them).
+    pub hover_at: Option<(f64, f64)>,
     pub detail: Option<AllocationDetail>,
     next_request: u32,
     /// The call sites' palette entries, decided from the legends of every rank seen;
@@ -128,6 +132,7 @@ impl App {
             strips_due: false,
             later: Default::default(),
             drag: Default::default(),
+            hover_at: None,
             detail: None,
             next_request: 1,
             palette: Default::default(),
@@ -510,6 +515,7 @@ impl App {
                     t.draw_legend();
                     self.strips_due = true;
                     self.schedule_redraw();
+                    crate::input::rehover(self);
                     crate::lenses::on_strips_drawn(self);
                 }
                 // The first strips of a rank are laid out for the canvas size guessed

@@ -378,16 +378,36 @@ pub fn render_y_scale(a: &App) {
 
 /// Shows the hover readout and outlines the allocation under the cursor.
 fn hover(app: &mut App, cx: f64, cy: f64, e: &MouseEvent) {
+    let inside = e
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|el| el.id() == "canvas");
+    app.hover_at = inside.then_some((cx, cy));
+    describe_hover(app, cx, cy);
+}
+
+/// New strips were taken: describes what is under the pointer in them, if it is over
+/// the canvas and nothing is dragged (the hovered aggregate's id named an instance of
+/// the old strips, and the view may have moved under a still pointer).
+pub fn rehover(app: &mut App) {
+    // A drag describes nothing: the readout follows the pointer again when it ends.
+    if !matches!(app.drag, Drag::None) {
+        return;
+    }
+    if let Some((cx, cy)) = app.hover_at {
+        describe_hover(app, cx, cy);
+    }
+}
+
+/// The hover readout and outline for the pointer at client `(cx, cy)`: nothing when it
+/// is not over the canvas ([`App::hover_at`]) or no device is shown.
+fn describe_hover(app: &mut App, cx: f64, cy: f64) {
     let readout: HtmlElement = by_id("hover");
     let w = app.page.window;
     let Some(t) = app.timeline.as_mut() else {
         return;
     };
-    let inside = e
-        .target()
-        .and_then(|t| t.dyn_into::<Element>().ok())
-        .is_some_and(|el| el.id() == "canvas");
-    if !inside || t.device.is_none() {
+    if app.hover_at.is_none() || t.device.is_none() {
         dom::show(&readout, false);
         attr(&readout, "data-hit", "");
         if t.hovered != memscope_render::gl::NO_ID {

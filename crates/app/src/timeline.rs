@@ -25,6 +25,7 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::lenses::glview::{dark, line_strips_gl};
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
+use memscope_render::raster::Raster;
 
 /// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
 pub struct Shown {
@@ -53,6 +54,8 @@ pub struct TimelinePane {
     canvas: HtmlCanvasElement,
     gl: glow::Context,
     renderer: Renderer,
+    /// The shown strips' pixels as last uploaded (kept for their capacity).
+    raster: Raster,
     /// The device shown: (rank key, device, its info).
     pub device: Option<(u32, i32, DeviceInfo)>,
     /// The canvas size in device pixels.
@@ -113,11 +116,12 @@ impl TimelinePane {
     pub fn new() -> Result<TimelinePane, String> {
         let canvas: HtmlCanvasElement = by_id("canvas");
         let gl = webgl2(&canvas)?;
-        let renderer = Renderer::new(&gl)?;
+        let renderer = Renderer::new_pixels(&gl)?;
         Ok(TimelinePane {
             canvas,
             gl,
             renderer,
+            raster: Raster::default(),
             device: None,
             size_px: (1, 1),
             shown: None,
@@ -135,12 +139,14 @@ impl TimelinePane {
     pub fn fit_canvas(&mut self) -> (u32, u32) {
         let dpr = dom::window().device_pixel_ratio().max(1.0);
         self.css_width_px = f64::from(self.canvas.client_width()).max(1.0);
+        // Within the largest texture the GPU takes: the pixels are uploaded as one.
+        let most = f64::from(self.renderer.max_size_px());
         let w = (f64::from(self.canvas.client_width()) * dpr)
             .round()
-            .max(1.0) as u32;
+            .clamp(1.0, most) as u32;
         let h = (f64::from(self.canvas.client_height()) * dpr)
             .round()
-            .max(1.0) as u32;
+            .clamp(1.0, most) as u32;
         if self.canvas.width() != w || self.canvas.height() != h {
             self.canvas.set_width(w);
             self.canvas.set_height(h);
@@ -311,8 +317,8 @@ impl TimelinePane {
             AggregateColumns::default()
         });
         let colors = self.shaded(&render);
-        self.renderer
-            .set_bands(&self.gl, &render.rects, &colors, &render.ids);
+        self.raster.fill(&render, &colors);
+        self.renderer.set_raster(&self.gl, &self.raster);
         self.upload_lines(&render);
         self.generation = self.generation.wrapping_add(1);
         self.recolor = false;
@@ -348,8 +354,8 @@ impl TimelinePane {
         self.highlight = set;
         if let Some(shown) = &self.shown {
             let colors = self.shaded(&shown.strips);
-            let s = &shown.strips;
-            self.renderer.set_bands(&self.gl, &s.rects, &colors, &s.ids);
+            self.raster.fill(&shown.strips, &colors);
+            self.renderer.set_raster(&self.gl, &self.raster);
         }
     }
 

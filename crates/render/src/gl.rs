@@ -1,4 +1,5 @@
-//! The WebGL2 renderer: rectangles in one indexed draw.
+//! The WebGL2 renderer: rectangles in one indexed draw, or the memory timeline's
+//! pixels as one textured quad.
 //!
 //! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
 //! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):
@@ -13,6 +14,15 @@
 //! the hovered one tinted; their outlines are overlay lines that follow the band
 //! ([`Strips::outline`](crate::Strips::outline)). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
 //!
+//! The memory timeline is drawn from pixels instead ([`Renderer::new_pixels`],
+//! [`Renderer::set_raster`]): the colour and the id of every pixel of the view it was
+//! laid out for ([`Raster`]), as two textures on one quad spanning that view's data
+//! rectangle. Its layout is redone for every view, tens of thousands of rectangles on
+//! a long trace that a software rasteriser pays per triangle; a quad costs the same
+//! whatever it shows. Until the next layout arrives the quad moves and stretches with
+//! the view, as the rectangles did. The hovered and selected ids are tinted in the
+//! fragment shader, as the rectangles' vertices were.
+//!
 //! glow marks every GL call `unsafe` because native OpenGL can be misused into undefined
 //! behaviour; on WebGL2 every call is validated by the browser. This module is the only
 //! place memscope allows `unsafe`, for those calls alone.
@@ -21,6 +31,7 @@
 use glow::HasContext;
 
 use crate::quads::{quad_indices, Quads, INDICES_PER_QUAD};
+use crate::raster::Raster;
 
 const VERTEX: &str = r#"#version 300 es
 layout(location = 0) in vec4 a_rect;
@@ -86,6 +97,52 @@ void main() {
 }
 "#;
 
+const PIXEL_VERTEX: &str = r#"#version 300 es
+uniform vec4 u_map;      // as VERTEX's
+uniform vec2 u_extent;   // the data width and height the pixels span
+uniform vec2 u_size;     // the pixels' columns and rows
+out highp vec2 v_texel;  // position in texels
+void main() {
+    // A triangle strip of four vertices: corner x = bit 0, y = bit 1.
+    vec2 corner = vec2(float(gl_VertexID & 1), float(gl_VertexID >> 1));
+    vec2 d = corner * u_extent;
+    vec2 p = vec2((d.x - u_map.x) * u_map.y, (d.y - u_map.z) * u_map.w);
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+    v_texel = corner * u_size;
+}
+"#;
+
+const PIXEL_FRAGMENT: &str = r#"#version 300 es
+precision highp float;
+precision highp usampler2D;
+in highp vec2 v_texel;
+uniform sampler2D u_colors;
+uniform usampler2D u_ids;
+uniform vec2 u_size;
+uniform uint u_selected;
+uniform uint u_hovered;
+out vec4 out_color;
+void main() {
+    ivec2 t = ivec2(clamp(floor(v_texel), vec2(0.0), u_size - 1.0));
+    vec4 c = texelFetch(u_colors, t, 0);
+    uint id = texelFetch(u_ids, t, 0).r;
+    // As FRAGMENT with overlay outlines: hatched where there is no call stack (alpha
+    // 254), the selection lightened and the hover tinted.
+    if (abs(c.a * 255.0 - 254.0) < 0.5) {
+        c.a = 1.0;
+        if (mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.45);
+        }
+    }
+    if (id != 0xffffffffu && id == u_selected) {
+        c.rgb = mix(c.rgb, vec3(1.0), 0.25);
+    } else if (id != 0xffffffffu && id == u_hovered) {
+        c.rgb = mix(c.rgb, vec3(1.0), 0.15);
+    }
+    out_color = vec4(c.rgb * c.a, c.a);
+}
+"#;
+
 const LINE_VERTEX: &str = r#"#version 300 es
 layout(location = 0) in vec2 a_pos;
 uniform vec4 u_map;
@@ -137,6 +194,35 @@ struct Batch {
     quads: Quads,
 }
 
+/// A view's pixels on the GPU ([`Raster`]): colours and ids as textures.
+struct Pixels {
+    program: glow::Program,
+    /// Attribute-less: the vertex shader makes the quad's corners from their index.
+    vao: glow::VertexArray,
+    colors: glow::Texture,
+    ids: glow::Texture,
+    /// Columns and rows uploaded (0: nothing to draw).
+    size_px: (u32, u32),
+    /// The data width and height they span.
+    extent: (f64, f64),
+    rectangles: usize,
+    /// The widest and tallest texture this GPU takes (WebGL2 promises 2,048).
+    max_size_px: u32,
+    u_map: Option<glow::UniformLocation>,
+    u_extent: Option<glow::UniformLocation>,
+    u_size: Option<glow::UniformLocation>,
+    u_selected: Option<glow::UniformLocation>,
+    u_hovered: Option<glow::UniformLocation>,
+}
+
+/// What the renderer fills the view with.
+enum Fill {
+    /// Rectangles, four vertices each.
+    Quads(Batch),
+    /// One view's pixels.
+    Pixels(Pixels),
+}
+
 /// Where data coordinates land on the canvas.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Mapping {
@@ -153,7 +239,7 @@ pub struct Mapping {
 /// The timeline renderer.
 pub struct Renderer {
     program: glow::Program,
-    bands: Batch,
+    fill: Fill,
     lines: Lines,
     u_map: Option<glow::UniformLocation>,
     u_pixel: Option<glow::UniformLocation>,
@@ -200,12 +286,59 @@ fn link(gl: &glow::Context, vertex: &str, fragment: &str) -> Result<glow::Progra
 }
 
 impl Renderer {
-    /// Compiles the programs and creates empty buffers.
+    /// Compiles the programs and creates empty buffers: a renderer of rectangles
+    /// ([`set_bands`](Renderer::set_bands)).
     pub fn new(gl: &glow::Context) -> Result<Renderer, String> {
+        let fill = unsafe { Fill::Quads(Self::batch(gl)?) };
+        Self::with(gl, fill)
+    }
+
+    /// A renderer of one view's pixels ([`set_raster`](Renderer::set_raster)), for the
+    /// memory timeline.
+    pub fn new_pixels(gl: &glow::Context) -> Result<Renderer, String> {
+        let program = link(gl, PIXEL_VERTEX, PIXEL_FRAGMENT)?;
+        let fill = unsafe {
+            let texture = || -> Result<glow::Texture, String> {
+                let t = gl.create_texture()?;
+                gl.bind_texture(glow::TEXTURE_2D, Some(t));
+                for (name, value) in [
+                    (glow::TEXTURE_MIN_FILTER, glow::NEAREST),
+                    (glow::TEXTURE_MAG_FILTER, glow::NEAREST),
+                    (glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE),
+                    (glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE),
+                ] {
+                    gl.tex_parameter_i32(glow::TEXTURE_2D, name, value as i32);
+                }
+                Ok(t)
+            };
+            let pixels = Pixels {
+                vao: gl.create_vertex_array()?,
+                colors: texture()?,
+                ids: texture()?,
+                size_px: (0, 0),
+                extent: (1.0, 1.0),
+                rectangles: 0,
+                max_size_px: gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE).max(2048) as u32,
+                u_map: gl.get_uniform_location(program, "u_map"),
+                u_extent: gl.get_uniform_location(program, "u_extent"),
+                u_size: gl.get_uniform_location(program, "u_size"),
+                u_selected: gl.get_uniform_location(program, "u_selected"),
+                u_hovered: gl.get_uniform_location(program, "u_hovered"),
+                program,
+            };
+            gl.use_program(Some(program));
+            gl.uniform_1_i32(gl.get_uniform_location(program, "u_colors").as_ref(), 0);
+            gl.uniform_1_i32(gl.get_uniform_location(program, "u_ids").as_ref(), 1);
+            gl.use_program(None);
+            Fill::Pixels(pixels)
+        };
+        Self::with(gl, fill)
+    }
+
+    fn with(gl: &glow::Context, fill: Fill) -> Result<Renderer, String> {
         let program = link(gl, VERTEX, FRAGMENT)?;
         let line_program = link(gl, LINE_VERTEX, LINE_FRAGMENT)?;
         unsafe {
-            let bands = Self::batch(gl)?;
             let (vao, buffer) = Self::line_buffer(gl)?;
             let lines = Lines {
                 program: line_program,
@@ -230,7 +363,7 @@ impl Renderer {
                 u_outline: gl.get_uniform_location(program, "u_outline"),
                 u_border: gl.get_uniform_location(program, "u_border"),
                 program,
-                bands,
+                fill,
                 lines,
                 outlines,
                 borders: true,
@@ -338,9 +471,53 @@ impl Renderer {
         }
     }
 
-    /// Replaces the bands (x0, x1, y0, y1 per instance; RGBA8 colours; allocation ids).
+    /// Replaces the bands (x0, x1, y0, y1 per instance; RGBA8 colours; allocation ids)
+    /// of a renderer of rectangles ([`new`](Renderer::new); a renderer of pixels
+    /// draws what [`set_raster`](Renderer::set_raster) gave it).
     pub fn set_bands(&mut self, gl: &glow::Context, rects: &[f32], colors: &[u32], ids: &[u32]) {
-        unsafe { Self::upload(gl, &mut self.bands, rects, colors, ids) }
+        if let Fill::Quads(batch) = &mut self.fill {
+            unsafe { Self::upload(gl, batch, rects, colors, ids) }
+        }
+    }
+
+    /// Replaces the pixels of a renderer of pixels ([`new_pixels`](Renderer::new_pixels);
+    /// a renderer of rectangles draws what [`set_bands`](Renderer::set_bands) gave it).
+    pub fn set_raster(&mut self, gl: &glow::Context, raster: &Raster) {
+        let Fill::Pixels(pixels) = &mut self.fill else {
+            return;
+        };
+        let (w, h) = (raster.width_px as i32, raster.height_px as i32);
+        unsafe {
+            gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
+            gl.bind_texture(glow::TEXTURE_2D, Some(pixels.colors));
+            gl.tex_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                glow::RGBA8 as i32,
+                w,
+                h,
+                0,
+                glow::RGBA,
+                glow::UNSIGNED_BYTE,
+                glow::PixelUnpackData::Slice(Some(bytes_of_u32(&raster.colors))),
+            );
+            gl.bind_texture(glow::TEXTURE_2D, Some(pixels.ids));
+            gl.tex_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                glow::R32UI as i32,
+                w,
+                h,
+                0,
+                glow::RED_INTEGER,
+                glow::UNSIGNED_INT,
+                glow::PixelUnpackData::Slice(Some(bytes_of_u32(&raster.ids))),
+            );
+            gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+        pixels.size_px = (raster.width_px, raster.height_px);
+        pixels.extent = (raster.extent_x, raster.extent_y);
+        pixels.rectangles = raster.rectangles;
     }
 
     /// Replaces the overlay polylines: `vertices` as x, y pairs; `strips` as (first
@@ -362,9 +539,22 @@ impl Renderer {
         self.lines.strips = strips;
     }
 
-    /// Rectangles drawn per frame.
+    /// The most pixel columns or rows a renderer of pixels can draw: the canvas's
+    /// drawing buffer is kept within it (the browser scales it to the page); no limit
+    /// for rectangles.
+    pub fn max_size_px(&self) -> u32 {
+        match &self.fill {
+            Fill::Quads(_) => u32::MAX,
+            Fill::Pixels(pixels) => pixels.max_size_px,
+        }
+    }
+
+    /// Rectangles drawn per frame (for pixels: the rectangles they were filled from).
     pub fn instances(&self) -> i32 {
-        self.bands.quads.len() as i32
+        match &self.fill {
+            Fill::Quads(batch) => batch.quads.len() as i32,
+            Fill::Pixels(pixels) => pixels.rectangles as i32,
+        }
     }
 
     /// Draws into the current viewport of `width_px` × `height_px`, clearing to
@@ -412,17 +602,41 @@ impl Renderer {
                 outline[2],
                 outline[3],
             );
-            if !self.bands.quads.is_empty() {
-                // Aggregates first, bands over them (the order of the vertices): a gap
-                // thinner than a pixel between two bands shows the aggregate colour,
-                // never the background.
-                gl.bind_vertex_array(Some(self.bands.vao));
-                gl.draw_elements(
-                    glow::TRIANGLES,
-                    (self.bands.quads.len() * INDICES_PER_QUAD) as i32,
-                    glow::UNSIGNED_INT,
-                    0,
-                );
+            match &self.fill {
+                Fill::Quads(batch) if !batch.quads.is_empty() => {
+                    // Aggregates first, bands over them (the order of the vertices): a
+                    // gap thinner than a pixel between two bands shows the aggregate
+                    // colour, never the background.
+                    gl.bind_vertex_array(Some(batch.vao));
+                    gl.draw_elements(
+                        glow::TRIANGLES,
+                        (batch.quads.len() * INDICES_PER_QUAD) as i32,
+                        glow::UNSIGNED_INT,
+                        0,
+                    );
+                }
+                Fill::Pixels(p) if p.size_px.0 > 0 && p.size_px.1 > 0 => {
+                    gl.use_program(Some(p.program));
+                    gl.uniform_4_f32(
+                        p.u_map.as_ref(),
+                        map.x_left as f32,
+                        sx as f32,
+                        map.y_bottom as f32,
+                        sy as f32,
+                    );
+                    gl.uniform_2_f32(p.u_extent.as_ref(), p.extent.0 as f32, p.extent.1 as f32);
+                    gl.uniform_2_f32(p.u_size.as_ref(), p.size_px.0 as f32, p.size_px.1 as f32);
+                    gl.uniform_1_u32(p.u_selected.as_ref(), selected);
+                    gl.uniform_1_u32(p.u_hovered.as_ref(), hovered);
+                    gl.active_texture(glow::TEXTURE0);
+                    gl.bind_texture(glow::TEXTURE_2D, Some(p.colors));
+                    gl.active_texture(glow::TEXTURE1);
+                    gl.bind_texture(glow::TEXTURE_2D, Some(p.ids));
+                    gl.bind_vertex_array(Some(p.vao));
+                    gl.draw_arrays(glow::TRIANGLE_STRIP, 0, 4);
+                    gl.active_texture(glow::TEXTURE0);
+                }
+                _ => {}
             }
             let lines = &self.lines;
             if !lines.strips.is_empty() || !self.outlines.strips.is_empty() {

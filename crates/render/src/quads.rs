@@ -46,17 +46,12 @@ impl Quads {
         self.rects.reserve(n * 4 * VERTICES_PER_QUAD);
         self.colors.reserve(n * VERTICES_PER_QUAD);
         self.ids.reserve(n * VERTICES_PER_QUAD);
-        for aggregates in [true, false] {
-            for (i, &id) in ids[..n].iter().enumerate() {
-                if is_aggregate(id) != aggregates {
-                    continue;
-                }
-                let rect = &rects[i * 4..i * 4 + 4];
-                for _ in 0..VERTICES_PER_QUAD {
-                    self.rects.extend_from_slice(rect);
-                    self.colors.push(colors[i]);
-                    self.ids.push(id);
-                }
+        for i in draw_order(&ids[..n]) {
+            let rect = &rects[i * 4..i * 4 + 4];
+            for _ in 0..VERTICES_PER_QUAD {
+                self.rects.extend_from_slice(rect);
+                self.colors.push(colors[i]);
+                self.ids.push(ids[i]);
             }
         }
     }
@@ -70,6 +65,18 @@ impl Quads {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+}
+
+/// The order rectangles are drawn in, later ones over earlier ones: the aggregates (ids
+/// from [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on, [`AGGREGATE_ID`](crate::AGGREGATE_ID)
+/// included) in their order, then the other rectangles in theirs.
+pub fn draw_order(ids: &[u32]) -> impl Iterator<Item = usize> + '_ {
+    [true, false].into_iter().flat_map(move |aggregates| {
+        ids.iter()
+            .enumerate()
+            .filter(move |&(_, &id)| is_aggregate(id) == aggregates)
+            .map(|(i, _)| i)
+    })
 }
 
 /// Indices of `quads` rectangles' two triangles each: corners 0, 1, 2 and 2, 1, 3 of

@@ -25,6 +25,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::{corpus, Naive};
+use memscope_render::raster::{Raster, NO_PIXEL_ID};
 use memscope_render::{
     is_aggregate, layout, Axis, Strips, TimelineIndex, TimelineView, MIXED_SITE, NO_MOMENT,
     WINDOW_PX,
@@ -403,5 +404,75 @@ fn the_hit_is_what_is_drawn_in_random_views_of_every_corpus_file() {
             && tally.majority > 100
             && tally.empty > 100,
         "every kind of answer is exercised: {tally:?}"
+    );
+}
+
+/// The pixels the timeline's renderer uploads ([`Raster`]) against the hit test, at
+/// every pixel centre of random views of every corpus file: a pixel drawn shows the
+/// rectangle the hit test answers there (its id and colour), and a pixel left empty is
+/// one the hit test answers nothing for, or only the nearer rect of a sliver between
+/// two (which covers no pixel centre there).
+#[test]
+fn the_pixels_uploaded_are_what_the_hit_test_answers_in_random_views_of_every_corpus_file() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut raster = Raster::default();
+    let (mut views, mut drawn, mut empty, mut slivers) = (0usize, 0usize, 0usize, 0usize);
+    for (file, snap) in corpus() {
+        for device in snap.devices() {
+            let allocs = Allocations::replay(&snap, device);
+            if allocs.is_empty() {
+                continue;
+            }
+            let index = TimelineIndex::new(&snap, &allocs);
+            for _ in 0..24 {
+                let view = random_view(&index, &mut rng);
+                let strips = layout(&index, &view);
+                raster.fill(&strips, &strips.colors);
+                views += 1;
+                let view = strips.view;
+                let (dx, px) = (view.x_per_px(), view.bytes_per_px());
+                for r in 0..view.height_px {
+                    for c in 0..view.width_px {
+                        let x = view.x0 + (f64::from(c) + 0.5) * dx;
+                        let y = view.y0 + (f64::from(r) + 0.5) * px;
+                        let at = (r * view.width_px + c) as usize;
+                        let hit = strips.hit(x, y);
+                        let shown = (raster.ids[at], raster.colors[at]);
+                        match hit {
+                            Some(i) if shown.0 != NO_PIXEL_ID => {
+                                assert_eq!(
+                                    shown,
+                                    (strips.ids[i], strips.colors[i]),
+                                    "{file} device {device} {view:?}: pixel ({c}, {r})"
+                                );
+                                drawn += 1;
+                            }
+                            Some(i) => {
+                                let [_, _, y0, y1] = strips.rect_data(i);
+                                assert!(
+                                    y < y0 || y >= y1.max(y0 + px),
+                                    "{file} device {device} {view:?}: pixel ({c}, {r}) is empty \
+                                     where instance {i} covers its centre"
+                                );
+                                slivers += 1;
+                            }
+                            None => {
+                                assert_eq!(
+                                    shown.0, NO_PIXEL_ID,
+                                    "{file} device {device} {view:?}: pixel ({c}, {r}) drawn \
+                                     where the hit test answers nothing"
+                                );
+                                empty += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{views} views: {drawn} pixels drawn, {empty} empty, {slivers} in slivers");
+    assert!(
+        views >= 250 && drawn > 100_000 && empty > 100_000,
+        "{views} {drawn} {empty}"
     );
 }
