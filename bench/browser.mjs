@@ -12,8 +12,9 @@
 //     and every worker's wasm memory), peak during the load minus before it, sampled
 //     from /proc every 20 ms,
 //   - frame times of scripted zoom and pan (W/S/A/D, each frame waited for with a pixel
-//     read), median and p95, and their ratio to the unscaled corpus file `base` —
-//     relative figures only under SwiftShader,
+//     read) on a settled page, median and p95, and their ratio to the unscaled corpus
+//     file `base` — relative figures only under SwiftShader — with the number of new
+//     views the worker laid out meanwhile,
 //   - the worker's decode + model throughput (the rank cards' `decode` and `replay`
 //     stages) against the native build doing the same on the same files in this run
 //     (`memscope-bench --phase worker`, release build),
@@ -245,11 +246,18 @@ async function measure(server, input) {
     const loaded = await load(page, server, files, SETTLE_MS);
     const errors = await page.$$eval('[data-error]', (e) => e.map((x) => `${x.dataset.file}: ${x.dataset.error}`));
     // Scripted navigation: each step is one input event and one drawn frame (a pixel
-    // read waits for the GPU).
+    // read waits for the GPU). From a settled page with its workers idle (the work
+    // after a load, such as the fleet record, done), so that the worker lays out each
+    // new view as it would for a user panning: right after a big load it is still
+    // busy, answers none of the steps' views, and the steps only redraw old strips.
+    await page.waitForFunction(() => window.memscope.stats().settled, null, { timeout: 60000, polling: 50 });
+    await page.waitForTimeout(SETTLE_MS);
     const frames = await page.evaluate(async () => {
       const canvas = document.getElementById('canvas');
       const probe = document.createElement('canvas').getContext('2d');
       const times = [];
+      let layouts = 0;
+      let last = canvas.dataset.layoutMs;
       const keys = ['KeyW', 'KeyW', 'KeyW', 'KeyA', 'KeyD', 'KeyD', 'KeyS', 'KeyS', 'KeyS', 'KeyA'];
       for (let round = 0; round < 6; round++) {
         for (const code of keys) {
@@ -259,10 +267,14 @@ async function measure(server, input) {
           probe.getImageData(0, 0, 1, 1);
           times.push(performance.now() - t);
           await new Promise((r) => requestAnimationFrame(r));
+          if (canvas.dataset.layoutMs !== last) {
+            last = canvas.dataset.layoutMs;
+            layouts++;
+          }
         }
       }
       times.sort((a, b) => a - b);
-      return { median: times[Math.floor(times.length / 2)], p95: times[Math.floor(times.length * 0.95)], n: times.length };
+      return { median: times[Math.floor(times.length / 2)], p95: times[Math.floor(times.length * 0.95)], n: times.length, layouts };
     });
     const stats = await page.evaluate(() => window.memscope.stats());
     return {
@@ -275,6 +287,8 @@ async function measure(server, input) {
       peak_renderer_rss_bytes: loaded.peak,
       frame_ms_median: frames.median,
       frame_ms_p95: frames.p95,
+      // New views laid out and taken during the steps (60 steps).
+      frame_layouts: frames.layouts,
       instances: stats.instances,
       allocations: stats.allocations,
       errors,
@@ -324,13 +338,14 @@ if (startup) {
 }
 const baseFrame = results.find((r) => r.input === 'base')?.frame_ms_median;
 for (const r of results) r.frame_vs_base = baseFrame ? r.frame_ms_median / baseFrame : null;
-console.log('\ninput     files   MiB   allocations   first paint   loaded   peak MiB   frame med/p95 ms   ÷ base   instances   CPython load   cold: first paint / loaded');
+console.log('\ninput     files   MiB   allocations   first paint   loaded   peak MiB   frame med/p95 ms   ÷ base   layouts   instances   CPython load   cold: first paint / loaded');
 for (const r of results) {
   console.log(
     `${r.input.padEnd(8)} ${String(r.files).padStart(5)} ${mib(r.bytes).padStart(6)} ${String(r.allocations).padStart(13)} ` +
       `${r.first_paint_ms.toFixed(0).padStart(10)} ms ${r.loaded_ms.toFixed(0).padStart(6)} ms ` +
       `${mib(r.peak_memory_bytes).padStart(9)}  ${r.frame_ms_median.toFixed(1).padStart(7)}/${r.frame_ms_p95.toFixed(1).padEnd(8)} ` +
       `${r.frame_vs_base == null ? '    -' : r.frame_vs_base.toFixed(2).padStart(6) + '×'} ` +
+      `${String(r.frame_layouts).padStart(9)} ` +
       `${String(r.instances).padStart(10)}   ${(r.cpython_pickle_load_s == null ? '-' : r.cpython_pickle_load_s.toFixed(2) + ' s').padStart(12)}   ` +
       (r.cold ? `${r.cold.first_paint_ms.toFixed(0)} / ${r.cold.loaded_ms.toFixed(0)} ms` : '-') +
       (r.errors.length ? `  ERRORS: ${r.errors.join('; ')}` : ''),

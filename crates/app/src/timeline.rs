@@ -25,7 +25,7 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::lenses::glview::{dark, line_strips_gl};
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
-use memscope_render::raster::Raster;
+use memscope_render::raster::{pixels_cheaper, Raster};
 
 /// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
 pub struct Shown {
@@ -54,7 +54,7 @@ pub struct TimelinePane {
     canvas: HtmlCanvasElement,
     gl: glow::Context,
     renderer: Renderer,
-    /// The shown strips' pixels as last uploaded (kept for their capacity).
+    /// The shown strips' pixels as last filled (kept for their capacity).
     raster: Raster,
     /// The device shown: (rank key, device, its info).
     pub device: Option<(u32, i32, DeviceInfo)>,
@@ -116,7 +116,7 @@ impl TimelinePane {
     pub fn new() -> Result<TimelinePane, String> {
         let canvas: HtmlCanvasElement = by_id("canvas");
         let gl = webgl2(&canvas)?;
-        let renderer = Renderer::new_pixels(&gl)?;
+        let renderer = Renderer::new(&gl)?;
         Ok(TimelinePane {
             canvas,
             gl,
@@ -317,8 +317,7 @@ impl TimelinePane {
             AggregateColumns::default()
         });
         let colors = self.shaded(&render);
-        self.raster.fill(&render, &colors);
-        self.renderer.set_raster(&self.gl, &self.raster);
+        self.upload(&render, &colors);
         self.upload_lines(&render);
         self.generation = self.generation.wrapping_add(1);
         self.recolor = false;
@@ -352,10 +351,23 @@ impl TimelinePane {
     /// Highlights `set` (`None`: nothing dimmed); a redraw shows it.
     pub fn set_highlight(&mut self, set: Option<std::rc::Rc<std::collections::HashSet<u32>>>) {
         self.highlight = set;
-        if let Some(shown) = &self.shown {
+        if let Some(shown) = self.shown.take() {
             let colors = self.shaded(&shown.strips);
-            self.raster.fill(&shown.strips, &colors);
+            self.upload(&shown.strips, &colors);
+            self.shown = Some(shown);
+        }
+    }
+
+    /// Uploads `strips` in `colors`: as pixels on a canvas they would crowd with
+    /// rectangles, else as rectangles.
+    fn upload(&mut self, strips: &memscope_render::Strips, colors: &[u32]) {
+        let (w, h) = (strips.view.width_px, strips.view.height_px);
+        if pixels_cheaper(strips.len(), w, h) {
+            self.raster.fill(strips, colors);
             self.renderer.set_raster(&self.gl, &self.raster);
+        } else {
+            self.renderer
+                .set_bands(&self.gl, &strips.rects, colors, &strips.ids);
         }
     }
 

@@ -1,5 +1,5 @@
-//! The WebGL2 renderer: rectangles in one indexed draw, or the memory timeline's
-//! pixels as one textured quad.
+//! The WebGL2 renderer: rectangles in one indexed draw, or their pixels as one
+//! textured quad.
 //!
 //! Every shape memscope draws on the GPU is an axis-aligned rectangle in data
 //! coordinates (x: µs or entry index, y: bytes, both relative to the strips' origins):
@@ -14,14 +14,15 @@
 //! the hovered one tinted; their outlines are overlay lines that follow the band
 //! ([`Strips::outline`](crate::Strips::outline)). [`palette::NO_STACK`](crate::palette::NO_STACK) is hatched.
 //!
-//! The memory timeline is drawn from pixels instead ([`Renderer::new_pixels`],
-//! [`Renderer::set_raster`]): the colour and the id of every pixel of the view it was
-//! laid out for ([`Raster`]), as two textures on one quad spanning that view's data
-//! rectangle. Its layout is redone for every view, tens of thousands of rectangles on
-//! a long trace that a software rasteriser pays per triangle; a quad costs the same
-//! whatever it shows. Until the next layout arrives the quad moves and stretches with
-//! the view, as the rectangles did. The hovered and selected ids are tinted in the
-//! fragment shader, as the rectangles' vertices were.
+//! A view of many small rectangles is drawn from pixels instead
+//! ([`Renderer::set_raster`]): the colour and the id of every pixel ([`Raster`]), as
+//! two textures on one quad spanning the data rectangle they were filled for. A
+//! software rasteriser pays per triangle, and a wide view of a long trace is tens of
+//! thousands of rectangles a pixel wide; a quad costs the same whatever it shows
+//! ([`pixels_cheaper`](crate::raster::pixels_cheaper) decides). Until the next layout
+//! arrives the quad moves and stretches with the view, as the rectangles did. The
+//! hovered and selected ids are tinted (or bordered) in the fragment shader, as the
+//! rectangles' were.
 //!
 //! glow marks every GL call `unsafe` because native OpenGL can be misused into undefined
 //! behaviour; on WebGL2 every call is validated by the browser. This module is the only
@@ -99,13 +100,14 @@ void main() {
 
 const PIXEL_VERTEX: &str = r#"#version 300 es
 uniform vec4 u_map;      // as VERTEX's
+uniform vec2 u_origin;   // the data point at the pixels' bottom left corner
 uniform vec2 u_extent;   // the data width and height the pixels span
 uniform vec2 u_size;     // the pixels' columns and rows
 out highp vec2 v_texel;  // position in texels
 void main() {
     // A triangle strip of four vertices: corner x = bit 0, y = bit 1.
     vec2 corner = vec2(float(gl_VertexID & 1), float(gl_VertexID >> 1));
-    vec2 d = corner * u_extent;
+    vec2 d = u_origin + corner * u_extent;
     vec2 p = vec2((d.x - u_map.x) * u_map.y, (d.y - u_map.z) * u_map.w);
     gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
     v_texel = corner * u_size;
@@ -121,23 +123,43 @@ uniform usampler2D u_ids;
 uniform vec2 u_size;
 uniform uint u_selected;
 uniform uint u_hovered;
+uniform vec4 u_outline;
+uniform uint u_border;   // as FRAGMENT's: 1, marked ids get a border here
 out vec4 out_color;
+// Whether a pixel within `width` texels of `t` shows another id: the edge of `id`'s area.
+bool edge(ivec2 t, uint id, int width) {
+    ivec2 top = ivec2(u_size) - 1;
+    for (int k = 1; k <= width; k++) {
+        if (texelFetch(u_ids, clamp(t + ivec2(k, 0), ivec2(0), top), 0).r != id
+            || texelFetch(u_ids, clamp(t - ivec2(k, 0), ivec2(0), top), 0).r != id
+            || texelFetch(u_ids, clamp(t + ivec2(0, k), ivec2(0), top), 0).r != id
+            || texelFetch(u_ids, clamp(t - ivec2(0, k), ivec2(0), top), 0).r != id) {
+            return true;
+        }
+    }
+    return false;
+}
 void main() {
     ivec2 t = ivec2(clamp(floor(v_texel), vec2(0.0), u_size - 1.0));
     vec4 c = texelFetch(u_colors, t, 0);
     uint id = texelFetch(u_ids, t, 0).r;
-    // As FRAGMENT with overlay outlines: hatched where there is no call stack (alpha
-    // 254), the selection lightened and the hover tinted.
+    // As FRAGMENT: hatched where there is no call stack (alpha 254); the selection
+    // lightened and the hover tinted, or bordered when outlines are not overlay lines.
     if (abs(c.a * 255.0 - 254.0) < 0.5) {
         c.a = 1.0;
         if (mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
             c.rgb = mix(c.rgb, vec3(1.0), 0.45);
         }
     }
-    if (id != 0xffffffffu && id == u_selected) {
-        c.rgb = mix(c.rgb, vec3(1.0), 0.25);
-    } else if (id != 0xffffffffu && id == u_hovered) {
-        c.rgb = mix(c.rgb, vec3(1.0), 0.15);
+    uint mark = id == 0xffffffffu ? 0u : (id == u_selected ? 2u : (id == u_hovered ? 1u : 0u));
+    if (mark > 0u) {
+        if (u_border == 1u && edge(t, id, mark == 2u ? 2 : 1)) {
+            c = u_outline;
+        } else if (mark == 2u) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.25);
+        } else if (u_border == 0u) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.15);
+        }
     }
     out_color = vec4(c.rgb * c.a, c.a);
 }
@@ -203,24 +225,29 @@ struct Pixels {
     ids: glow::Texture,
     /// Columns and rows uploaded (0: nothing to draw).
     size_px: (u32, u32),
-    /// The data width and height they span.
+    /// The data point at their bottom left corner, and the width and height they span.
+    origin: (f64, f64),
     extent: (f64, f64),
     rectangles: usize,
     /// The widest and tallest texture this GPU takes (WebGL2 promises 2,048).
     max_size_px: u32,
     u_map: Option<glow::UniformLocation>,
+    u_origin: Option<glow::UniformLocation>,
     u_extent: Option<glow::UniformLocation>,
     u_size: Option<glow::UniformLocation>,
+    u_outline: Option<glow::UniformLocation>,
+    u_border: Option<glow::UniformLocation>,
     u_selected: Option<glow::UniformLocation>,
     u_hovered: Option<glow::UniformLocation>,
 }
 
-/// What the renderer fills the view with.
+/// What the renderer draws: what was set last.
+#[derive(Clone, Copy, PartialEq)]
 enum Fill {
-    /// Rectangles, four vertices each.
-    Quads(Batch),
-    /// One view's pixels.
-    Pixels(Pixels),
+    /// The rectangles ([`Renderer::set_bands`]).
+    Quads,
+    /// The pixels ([`Renderer::set_raster`]).
+    Pixels,
 }
 
 /// Where data coordinates land on the canvas.
@@ -239,6 +266,8 @@ pub struct Mapping {
 /// The timeline renderer.
 pub struct Renderer {
     program: glow::Program,
+    bands: Batch,
+    pixels: Pixels,
     fill: Fill,
     lines: Lines,
     u_map: Option<glow::UniformLocation>,
@@ -286,59 +315,13 @@ fn link(gl: &glow::Context, vertex: &str, fragment: &str) -> Result<glow::Progra
 }
 
 impl Renderer {
-    /// Compiles the programs and creates empty buffers: a renderer of rectangles
-    /// ([`set_bands`](Renderer::set_bands)).
+    /// Compiles the programs and creates empty buffers and textures.
     pub fn new(gl: &glow::Context) -> Result<Renderer, String> {
-        let fill = unsafe { Fill::Quads(Self::batch(gl)?) };
-        Self::with(gl, fill)
-    }
-
-    /// A renderer of one view's pixels ([`set_raster`](Renderer::set_raster)), for the
-    /// memory timeline.
-    pub fn new_pixels(gl: &glow::Context) -> Result<Renderer, String> {
-        let program = link(gl, PIXEL_VERTEX, PIXEL_FRAGMENT)?;
-        let fill = unsafe {
-            let texture = || -> Result<glow::Texture, String> {
-                let t = gl.create_texture()?;
-                gl.bind_texture(glow::TEXTURE_2D, Some(t));
-                for (name, value) in [
-                    (glow::TEXTURE_MIN_FILTER, glow::NEAREST),
-                    (glow::TEXTURE_MAG_FILTER, glow::NEAREST),
-                    (glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE),
-                    (glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE),
-                ] {
-                    gl.tex_parameter_i32(glow::TEXTURE_2D, name, value as i32);
-                }
-                Ok(t)
-            };
-            let pixels = Pixels {
-                vao: gl.create_vertex_array()?,
-                colors: texture()?,
-                ids: texture()?,
-                size_px: (0, 0),
-                extent: (1.0, 1.0),
-                rectangles: 0,
-                max_size_px: gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE).max(2048) as u32,
-                u_map: gl.get_uniform_location(program, "u_map"),
-                u_extent: gl.get_uniform_location(program, "u_extent"),
-                u_size: gl.get_uniform_location(program, "u_size"),
-                u_selected: gl.get_uniform_location(program, "u_selected"),
-                u_hovered: gl.get_uniform_location(program, "u_hovered"),
-                program,
-            };
-            gl.use_program(Some(program));
-            gl.uniform_1_i32(gl.get_uniform_location(program, "u_colors").as_ref(), 0);
-            gl.uniform_1_i32(gl.get_uniform_location(program, "u_ids").as_ref(), 1);
-            gl.use_program(None);
-            Fill::Pixels(pixels)
-        };
-        Self::with(gl, fill)
-    }
-
-    fn with(gl: &glow::Context, fill: Fill) -> Result<Renderer, String> {
         let program = link(gl, VERTEX, FRAGMENT)?;
         let line_program = link(gl, LINE_VERTEX, LINE_FRAGMENT)?;
+        let pixels = Self::pixels(gl)?;
         unsafe {
+            let bands = Self::batch(gl)?;
             let (vao, buffer) = Self::line_buffer(gl)?;
             let lines = Lines {
                 program: line_program,
@@ -363,7 +346,9 @@ impl Renderer {
                 u_outline: gl.get_uniform_location(program, "u_outline"),
                 u_border: gl.get_uniform_location(program, "u_border"),
                 program,
-                fill,
+                bands,
+                pixels,
+                fill: Fill::Quads,
                 lines,
                 outlines,
                 borders: true,
@@ -401,6 +386,50 @@ impl Renderer {
             );
         }
         self.outlines.strips = strips;
+    }
+
+    fn pixels(gl: &glow::Context) -> Result<Pixels, String> {
+        let program = link(gl, PIXEL_VERTEX, PIXEL_FRAGMENT)?;
+        unsafe {
+            let texture = || -> Result<glow::Texture, String> {
+                let t = gl.create_texture()?;
+                gl.bind_texture(glow::TEXTURE_2D, Some(t));
+                for (name, value) in [
+                    (glow::TEXTURE_MIN_FILTER, glow::NEAREST),
+                    (glow::TEXTURE_MAG_FILTER, glow::NEAREST),
+                    (glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE),
+                    (glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE),
+                ] {
+                    gl.tex_parameter_i32(glow::TEXTURE_2D, name, value as i32);
+                }
+                Ok(t)
+            };
+            let pixels = Pixels {
+                vao: gl.create_vertex_array()?,
+                colors: texture()?,
+                ids: texture()?,
+                size_px: (0, 0),
+                origin: (0.0, 0.0),
+                extent: (1.0, 1.0),
+                rectangles: 0,
+                max_size_px: gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE).max(2048) as u32,
+                u_map: gl.get_uniform_location(program, "u_map"),
+                u_origin: gl.get_uniform_location(program, "u_origin"),
+                u_extent: gl.get_uniform_location(program, "u_extent"),
+                u_size: gl.get_uniform_location(program, "u_size"),
+                u_outline: gl.get_uniform_location(program, "u_outline"),
+                u_border: gl.get_uniform_location(program, "u_border"),
+                u_selected: gl.get_uniform_location(program, "u_selected"),
+                u_hovered: gl.get_uniform_location(program, "u_hovered"),
+                program,
+            };
+            gl.use_program(Some(program));
+            gl.uniform_1_i32(gl.get_uniform_location(program, "u_colors").as_ref(), 0);
+            gl.uniform_1_i32(gl.get_uniform_location(program, "u_ids").as_ref(), 1);
+            gl.use_program(None);
+            gl.bind_texture(glow::TEXTURE_2D, None);
+            Ok(pixels)
+        }
     }
 
     unsafe fn batch(gl: &glow::Context) -> Result<Batch, String> {
@@ -471,52 +500,64 @@ impl Renderer {
         }
     }
 
-    /// Replaces the bands (x0, x1, y0, y1 per instance; RGBA8 colours; allocation ids)
-    /// of a renderer of rectangles ([`new`](Renderer::new); a renderer of pixels
-    /// draws what [`set_raster`](Renderer::set_raster) gave it).
+    /// Draws rectangles from now on: the bands (x0, x1, y0, y1 per instance; RGBA8
+    /// colours; allocation ids).
     pub fn set_bands(&mut self, gl: &glow::Context, rects: &[f32], colors: &[u32], ids: &[u32]) {
-        if let Fill::Quads(batch) = &mut self.fill {
-            unsafe { Self::upload(gl, batch, rects, colors, ids) }
-        }
+        unsafe { Self::upload(gl, &mut self.bands, rects, colors, ids) }
+        self.fill = Fill::Quads;
     }
 
-    /// Replaces the pixels of a renderer of pixels ([`new_pixels`](Renderer::new_pixels);
-    /// a renderer of rectangles draws what [`set_bands`](Renderer::set_bands) gave it).
+    /// Draws pixels from now on: `raster`'s (see
+    /// [`pixels_cheaper`](crate::raster::pixels_cheaper) for when they are).
     pub fn set_raster(&mut self, gl: &glow::Context, raster: &Raster) {
-        let Fill::Pixels(pixels) = &mut self.fill else {
-            return;
-        };
+        self.fill = Fill::Pixels;
+        let pixels = &mut self.pixels;
         let (w, h) = (raster.width_px as i32, raster.height_px as i32);
-        unsafe {
-            gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
-            gl.bind_texture(glow::TEXTURE_2D, Some(pixels.colors));
-            gl.tex_image_2d(
-                glow::TEXTURE_2D,
-                0,
-                glow::RGBA8 as i32,
-                w,
-                h,
-                0,
+        // The same size as the last: written in place (no new storage for the GPU
+        // process to allocate, as every frame of a lens being panned uploads).
+        let same = pixels.size_px == (raster.width_px, raster.height_px);
+        let layers = [
+            (
+                pixels.colors,
+                glow::RGBA8,
                 glow::RGBA,
                 glow::UNSIGNED_BYTE,
-                glow::PixelUnpackData::Slice(Some(bytes_of_u32(&raster.colors))),
-            );
-            gl.bind_texture(glow::TEXTURE_2D, Some(pixels.ids));
-            gl.tex_image_2d(
-                glow::TEXTURE_2D,
-                0,
-                glow::R32UI as i32,
-                w,
-                h,
-                0,
+                &raster.colors,
+            ),
+            (
+                pixels.ids,
+                glow::R32UI,
                 glow::RED_INTEGER,
                 glow::UNSIGNED_INT,
-                glow::PixelUnpackData::Slice(Some(bytes_of_u32(&raster.ids))),
-            );
+                &raster.ids,
+            ),
+        ];
+        unsafe {
+            gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
+            for (texture, internal, format, ty, data) in layers {
+                let data = glow::PixelUnpackData::Slice(Some(bytes_of_u32(data)));
+                gl.bind_texture(glow::TEXTURE_2D, Some(texture));
+                if same {
+                    gl.tex_sub_image_2d(glow::TEXTURE_2D, 0, 0, 0, w, h, format, ty, data);
+                } else {
+                    gl.tex_image_2d(
+                        glow::TEXTURE_2D,
+                        0,
+                        internal as i32,
+                        w,
+                        h,
+                        0,
+                        format,
+                        ty,
+                        data,
+                    );
+                }
+            }
             gl.bind_texture(glow::TEXTURE_2D, None);
         }
         pixels.size_px = (raster.width_px, raster.height_px);
-        pixels.extent = (raster.extent_x, raster.extent_y);
+        pixels.origin = raster.origin;
+        pixels.extent = raster.extent;
         pixels.rectangles = raster.rectangles;
     }
 
@@ -539,21 +580,17 @@ impl Renderer {
         self.lines.strips = strips;
     }
 
-    /// The most pixel columns or rows a renderer of pixels can draw: the canvas's
-    /// drawing buffer is kept within it (the browser scales it to the page); no limit
-    /// for rectangles.
+    /// The most pixel columns or rows the renderer can draw as pixels: a canvas's
+    /// drawing buffer is kept within it (the browser scales it to the page).
     pub fn max_size_px(&self) -> u32 {
-        match &self.fill {
-            Fill::Quads(_) => u32::MAX,
-            Fill::Pixels(pixels) => pixels.max_size_px,
-        }
+        self.pixels.max_size_px
     }
 
     /// Rectangles drawn per frame (for pixels: the rectangles they were filled from).
     pub fn instances(&self) -> i32 {
-        match &self.fill {
-            Fill::Quads(batch) => batch.quads.len() as i32,
-            Fill::Pixels(pixels) => pixels.rectangles as i32,
+        match self.fill {
+            Fill::Quads => self.bands.quads.len() as i32,
+            Fill::Pixels => self.pixels.rectangles as i32,
         }
     }
 
@@ -602,8 +639,9 @@ impl Renderer {
                 outline[2],
                 outline[3],
             );
-            match &self.fill {
-                Fill::Quads(batch) if !batch.quads.is_empty() => {
+            let (batch, p) = (&self.bands, &self.pixels);
+            match self.fill {
+                Fill::Quads if !batch.quads.is_empty() => {
                     // Aggregates first, bands over them (the order of the vertices): a
                     // gap thinner than a pixel between two bands shows the aggregate
                     // colour, never the background.
@@ -615,7 +653,7 @@ impl Renderer {
                         0,
                     );
                 }
-                Fill::Pixels(p) if p.size_px.0 > 0 && p.size_px.1 > 0 => {
+                Fill::Pixels if p.size_px.0 > 0 && p.size_px.1 > 0 => {
                     gl.use_program(Some(p.program));
                     gl.uniform_4_f32(
                         p.u_map.as_ref(),
@@ -624,7 +662,16 @@ impl Renderer {
                         map.y_bottom as f32,
                         sy as f32,
                     );
+                    gl.uniform_2_f32(p.u_origin.as_ref(), p.origin.0 as f32, p.origin.1 as f32);
                     gl.uniform_2_f32(p.u_extent.as_ref(), p.extent.0 as f32, p.extent.1 as f32);
+                    gl.uniform_1_u32(p.u_border.as_ref(), u32::from(self.borders));
+                    gl.uniform_4_f32(
+                        p.u_outline.as_ref(),
+                        outline[0],
+                        outline[1],
+                        outline[2],
+                        outline[3],
+                    );
                     gl.uniform_2_f32(p.u_size.as_ref(), p.size_px.0 as f32, p.size_px.1 as f32);
                     gl.uniform_1_u32(p.u_selected.as_ref(), selected);
                     gl.uniform_1_u32(p.u_hovered.as_ref(), hovered);

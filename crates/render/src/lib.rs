@@ -21,8 +21,9 @@
 //!                     ├──layout(&index, &view)──▶ Strips   per view: pixels decide
 //!                     │                             │      the work and the size
 //!                     ├──legend(&index, n)          ├──▶ transferred to the page,
+//!                     │                             │    drawn as indexed quads, or
 //!                     │                             │    filled into a Raster (a colour
-//!                     │                             │    and an id per pixel), drawn
+//!                     │                             │    and an id per pixel) and drawn
 //!                     │                             │    as one textured quad
 //!  ticks_bytes / ticks_time / ticks_events          └──▶ Strips::hit(x, y) on hover
 //! ```
@@ -35,8 +36,9 @@
 //!   origin so `f32` stays precise, plus overlay polylines and the peak marker.
 //! - [`legend`]: the call sites holding the most bytes at the peak.
 //! - [`palette`]: every colour. [`axes`]: tick positions and labels.
-//! - [`raster`]: a timeline view's strips as pixels, exactly where [`Strips::hit`]
-//!   answers (`tests/hit_props.rs` compares every pixel centre of random views).
+//! - [`raster`]: rectangles as pixels, for views they would crowd: a timeline view's
+//!   exactly where [`Strips::hit`] answers (`tests/hit_props.rs` compares every pixel
+//!   centre of random views).
 //! - `gl`: the WebGL2 renderer of strips (glow): the only part that needs a GPU.
 //!
 //! # Level of detail

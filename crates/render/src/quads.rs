@@ -14,7 +14,7 @@
 //! then bands over them): the vertices hold the aggregates first and the bands after,
 //! each class in its own order, which is the order those passes drew in.
 
-use crate::layout::is_aggregate;
+use crate::raster::draw_order;
 
 /// Vertices per rectangle.
 pub const VERTICES_PER_QUAD: usize = 4;
@@ -65,18 +65,6 @@ impl Quads {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
-}
-
-/// The order rectangles are drawn in, later ones over earlier ones: the aggregates (ids
-/// from [`AGGREGATE_BASE`](crate::AGGREGATE_BASE) on, [`AGGREGATE_ID`](crate::AGGREGATE_ID)
-/// included) in their order, then the other rectangles in theirs.
-pub fn draw_order(ids: &[u32]) -> impl Iterator<Item = usize> + '_ {
-    [true, false].into_iter().flat_map(move |aggregates| {
-        ids.iter()
-            .enumerate()
-            .filter(move |&(_, &id)| is_aggregate(id) == aggregates)
-            .map(|(i, _)| i)
-    })
 }
 
 /// Indices of `quads` rectangles' two triangles each: corners 0, 1, 2 and 2, 1, 3 of

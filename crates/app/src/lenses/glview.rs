@@ -1,17 +1,30 @@
 //! A lens canvas drawn with the memory timeline's WebGL2 renderer.
 //!
 //! Lens layouts (segments, lanes, flame graph, pools) put y downwards (rows from the
-//! top); the renderer maps data y upwards. The instances are uploaded with y negated,
-//! so nothing in the renderer changes and every rectangle keeps its one-pixel minimum.
+//! top); the renderer maps data y upwards. The instances are kept with y negated, so
+//! nothing in the renderer changes and every rectangle keeps its one-pixel minimum.
 //! The page keeps the instances in their own coordinates for hit testing.
+//!
+//! Where rectangles would crowd the canvas ([`pixels_cheaper`]: a few thousand on a big
+//! trace's segment rows, which every pan step redraws) they are drawn as pixels
+//! ([`Raster`]) filled through the mapping of the frame drawn, again whenever it or the
+//! instances change; otherwise as rectangles, uploaded once.
 
 use std::collections::HashSet;
 
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
 use memscope_render::palette;
+use memscope_render::raster::{pixels_cheaper, PixelGrid, Raster};
 use web_sys::HtmlCanvasElement;
 
 use crate::dom::{self, by_id};
+
+/// How a lens's instances were last uploaded.
+#[derive(Clone, Copy, PartialEq)]
+enum Upload {
+    Pixels(PixelGrid),
+    Rectangles,
+}
 
 /// The alpha of instances that do not match the highlight.
 const DIMMED_ALPHA: u8 = 0x38;
@@ -31,8 +44,15 @@ pub struct GlView {
     colors: Vec<u32>,
     /// Ids as uploaded (underlay ids are `NO_ID`).
     ids: Vec<u32>,
-    /// Rects as uploaded (flipped, underlay first).
+    /// Rects as drawn (flipped, underlay first).
     rects: Vec<f32>,
+    /// The colours drawn (highlight applied).
+    shaded: Vec<u32>,
+    /// The pixels last filled (kept for their capacity).
+    raster: Raster,
+    /// What the renderer holds: the instances as pixels filled for a grid, or as
+    /// rectangles (`None` also when the instances or colours changed since).
+    uploaded: Option<Upload>,
     /// The allocation (or node) outlined as selected.
     pub selected: u32,
     /// The one outlined as hovered.
@@ -96,6 +116,9 @@ impl GlView {
             colors: Vec::new(),
             ids: Vec::new(),
             rects: Vec::new(),
+            shaded: Vec::new(),
+            raster: Raster::default(),
+            uploaded: None,
             selected: NO_ID,
             hovered: NO_ID,
         })
@@ -113,8 +136,10 @@ impl GlView {
             return None;
         }
         let dpr = dpr();
-        let w = (f64::from(cw) * dpr).round().max(1.0) as u32;
-        let h = (f64::from(ch) * dpr).round().max(1.0) as u32;
+        // Within the largest texture the GPU takes: the pixels are uploaded as one.
+        let most = f64::from(self.renderer.max_size_px());
+        let w = (f64::from(cw) * dpr).round().clamp(1.0, most) as u32;
+        let h = (f64::from(ch) * dpr).round().clamp(1.0, most) as u32;
         if self.canvas.width() != w || self.canvas.height() != h {
             self.canvas.set_width(w);
             self.canvas.set_height(h);
@@ -145,9 +170,8 @@ impl GlView {
         flip_into(&mut rects, &strips.rects);
         self.colors.extend_from_slice(&strips.colors);
         self.ids.extend_from_slice(&strips.ids);
-        let colors = self.shaded(highlight);
-        self.renderer
-            .set_bands(&self.gl, &rects, &colors, &self.ids);
+        self.shaded = self.shade(highlight);
+        self.uploaded = None;
         self.rects = rects;
         let flipped: Vec<f32> = strips
             .lines
@@ -159,7 +183,7 @@ impl GlView {
         self.strips = Some(strips);
     }
 
-    fn shaded(&self, highlight: Option<&HashSet<u32>>) -> Vec<u32> {
+    fn shade(&self, highlight: Option<&HashSet<u32>>) -> Vec<u32> {
         self.colors
             .iter()
             .zip(&self.ids)
@@ -179,9 +203,8 @@ impl GlView {
         if self.strips.is_none() {
             return;
         }
-        let colors = self.shaded(highlight);
-        self.renderer
-            .set_bands(&self.gl, &self.rects, &colors, &self.ids);
+        self.shaded = self.shade(highlight);
+        self.uploaded = None;
     }
 
     /// Draws x range `x` (absolute, the strips' x units) and y range `y` (top, bottom;
@@ -213,6 +236,31 @@ impl GlView {
             y_bottom: -(y.1 - s.origin_y),
             y_top: -(y.0 - s.origin_y),
         };
+        let grid = PixelGrid {
+            width_px: w,
+            height_px: h,
+            x: (map.x_left, map.x_right),
+            y: (map.y_bottom, map.y_top),
+        };
+        let upload = if pixels_cheaper(self.ids.len(), w, h) {
+            Upload::Pixels(grid)
+        } else {
+            Upload::Rectangles
+        };
+        if self.uploaded != Some(upload) {
+            match upload {
+                Upload::Pixels(grid) => {
+                    self.raster
+                        .fill_grid(grid, &self.rects, &self.shaded, &self.ids);
+                    self.renderer.set_raster(&self.gl, &self.raster);
+                }
+                Upload::Rectangles => {
+                    self.renderer
+                        .set_bands(&self.gl, &self.rects, &self.shaded, &self.ids)
+                }
+            }
+            self.uploaded = Some(upload);
+        }
         self.renderer.draw(
             &self.gl,
             w,
@@ -231,9 +279,10 @@ impl GlView {
         self.colors.clear();
         self.ids.clear();
         self.rects.clear();
+        self.shaded.clear();
+        self.uploaded = None;
         self.under = 0;
         self.under_strips = None;
-        self.renderer.set_bands(&self.gl, &[], &[], &[]);
         self.renderer.set_lines(&self.gl, &[], Vec::new());
         if let Some((w, h)) = self.fit() {
             let background = if dark() {
