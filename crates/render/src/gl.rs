@@ -68,7 +68,29 @@ void main() {
 }
 "#;
 
-const FRAGMENT: &str = r#"#version 300 es
+/// The colour a fragment of either program draws, premultiplied: hatched where there is
+/// no call stack, the selection (mark 2) lightened and the hover (mark 1) tinted, or
+/// the outline colour on their edge where marked rectangles get borders (`u_border` 1;
+/// otherwise their outlines are overlay lines).
+const SHADE: &str = r#"
+vec4 shade(vec4 c, bool hatched, uint mark, bool on_edge) {
+    if (hatched && mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
+        c.rgb = mix(c.rgb, vec3(1.0), 0.45);
+    }
+    if (mark > 0u) {
+        if (u_border == 1u && on_edge) {
+            c = u_outline;
+        } else if (mark == 2u) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.25);
+        } else if (u_border == 0u) {
+            c.rgb = mix(c.rgb, vec3(1.0), 0.15);
+        }
+    }
+    return vec4(c.rgb * c.a, c.a);
+}
+"#;
+
+const FRAGMENT_HEAD: &str = r#"#version 300 es
 precision mediump float;
 in vec4 v_color;
 in vec2 v_px;
@@ -78,23 +100,14 @@ flat in uint v_hatch;
 uniform vec4 u_outline;
 uniform uint u_border;   // 1: outline marked rects here; 0: outlines are overlay lines
 out vec4 out_color;
+"#;
+
+const FRAGMENT_MAIN: &str = r#"
 void main() {
+    float edge = min(min(v_px.x, v_size_px.x - v_px.x), min(v_px.y, v_size_px.y - v_px.y));
+    bool on_edge = edge < (v_mark == 2u ? 2.0 : 1.5);
     vec4 c = vec4(v_color.rgb, v_hatch == 1u ? 1.0 : v_color.a);
-    if (v_hatch == 1u && mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
-        c.rgb = mix(c.rgb, vec3(1.0), 0.45);
-    }
-    if (v_mark > 0u) {
-        float edge = min(min(v_px.x, v_size_px.x - v_px.x), min(v_px.y, v_size_px.y - v_px.y));
-        float width = v_mark == 2u ? 2.0 : 1.5;
-        if (u_border == 1u && edge < width) {
-            c = u_outline;
-        } else if (v_mark == 2u) {
-            c.rgb = mix(c.rgb, vec3(1.0), 0.25);
-        } else if (u_border == 0u) {
-            c.rgb = mix(c.rgb, vec3(1.0), 0.15);
-        }
-    }
-    out_color = vec4(c.rgb * c.a, c.a);
+    out_color = shade(c, v_hatch == 1u, v_mark, on_edge);
 }
 "#;
 
@@ -114,7 +127,7 @@ void main() {
 }
 "#;
 
-const PIXEL_FRAGMENT: &str = r#"#version 300 es
+const PIXEL_FRAGMENT_HEAD: &str = r#"#version 300 es
 precision highp float;
 precision highp usampler2D;
 in highp vec2 v_texel;
@@ -124,8 +137,11 @@ uniform vec2 u_size;
 uniform uint u_selected;
 uniform uint u_hovered;
 uniform vec4 u_outline;
-uniform uint u_border;   // as FRAGMENT's: 1, marked ids get a border here
+uniform uint u_border;   // as FRAGMENT_HEAD's
 out vec4 out_color;
+"#;
+
+const PIXEL_FRAGMENT_MAIN: &str = r#"
 // Whether a pixel within `width` texels of `t` shows another id: the edge of `id`'s area.
 bool edge(ivec2 t, uint id, int width) {
     ivec2 top = ivec2(u_size) - 1;
@@ -143,25 +159,14 @@ void main() {
     ivec2 t = ivec2(clamp(floor(v_texel), vec2(0.0), u_size - 1.0));
     vec4 c = texelFetch(u_colors, t, 0);
     uint id = texelFetch(u_ids, t, 0).r;
-    // As FRAGMENT: hatched where there is no call stack (alpha 254); the selection
-    // lightened and the hover tinted, or bordered when outlines are not overlay lines.
-    if (abs(c.a * 255.0 - 254.0) < 0.5) {
+    bool hatched = abs(c.a * 255.0 - 254.0) < 0.5;
+    if (hatched) {
         c.a = 1.0;
-        if (mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 2.0) {
-            c.rgb = mix(c.rgb, vec3(1.0), 0.45);
-        }
     }
     uint mark = id == 0xffffffffu ? 0u : (id == u_selected ? 2u : (id == u_hovered ? 1u : 0u));
-    if (mark > 0u) {
-        if (u_border == 1u && edge(t, id, mark == 2u ? 2 : 1)) {
-            c = u_outline;
-        } else if (mark == 2u) {
-            c.rgb = mix(c.rgb, vec3(1.0), 0.25);
-        } else if (u_border == 0u) {
-            c.rgb = mix(c.rgb, vec3(1.0), 0.15);
-        }
-    }
-    out_color = vec4(c.rgb * c.a, c.a);
+    // Neighbours are read only for a marked pixel that gets a border.
+    bool on_edge = mark > 0u && u_border == 1u && edge(t, id, mark == 2u ? 2 : 1);
+    out_color = shade(c, hatched, mark, on_edge);
 }
 "#;
 
@@ -231,14 +236,56 @@ struct Pixels {
     rectangles: usize,
     /// The widest and tallest texture this GPU takes (WebGL2 promises 2,048).
     max_size_px: u32,
-    u_map: Option<glow::UniformLocation>,
+    marks: Marks,
     u_origin: Option<glow::UniformLocation>,
     u_extent: Option<glow::UniformLocation>,
     u_size: Option<glow::UniformLocation>,
-    u_outline: Option<glow::UniformLocation>,
-    u_border: Option<glow::UniformLocation>,
+}
+
+/// The uniforms both programs that fill the view share: the mapping, and how the
+/// hovered and selected ids are marked.
+struct Marks {
+    u_map: Option<glow::UniformLocation>,
     u_selected: Option<glow::UniformLocation>,
     u_hovered: Option<glow::UniformLocation>,
+    u_outline: Option<glow::UniformLocation>,
+    u_border: Option<glow::UniformLocation>,
+}
+
+impl Marks {
+    fn locate(gl: &glow::Context, program: glow::Program) -> Marks {
+        unsafe {
+            Marks {
+                u_map: gl.get_uniform_location(program, "u_map"),
+                u_selected: gl.get_uniform_location(program, "u_selected"),
+                u_hovered: gl.get_uniform_location(program, "u_hovered"),
+                u_outline: gl.get_uniform_location(program, "u_outline"),
+                u_border: gl.get_uniform_location(program, "u_border"),
+            }
+        }
+    }
+
+    /// Sets them on the program in use: `map` as `u_map` takes it (x offset, x scale,
+    /// y offset, y scale).
+    unsafe fn set(&self, gl: &glow::Context, map: [f32; 4], marked: Marked) {
+        let [x, sx, y, sy] = map;
+        let [r, g, b, a] = marked.outline;
+        gl.uniform_4_f32(self.u_map.as_ref(), x, sx, y, sy);
+        gl.uniform_1_u32(self.u_border.as_ref(), u32::from(marked.borders));
+        gl.uniform_1_u32(self.u_selected.as_ref(), marked.selected);
+        gl.uniform_1_u32(self.u_hovered.as_ref(), marked.hovered);
+        gl.uniform_4_f32(self.u_outline.as_ref(), r, g, b, a);
+    }
+}
+
+/// What a frame marks: the hovered and selected ids, their outline colour, and whether
+/// marked rectangles get a border.
+#[derive(Clone, Copy)]
+struct Marked {
+    hovered: u32,
+    selected: u32,
+    outline: [f32; 4],
+    borders: bool,
 }
 
 /// What the renderer draws: what was set last.
@@ -270,12 +317,8 @@ pub struct Renderer {
     pixels: Pixels,
     fill: Fill,
     lines: Lines,
-    u_map: Option<glow::UniformLocation>,
+    marks: Marks,
     u_pixel: Option<glow::UniformLocation>,
-    u_selected: Option<glow::UniformLocation>,
-    u_hovered: Option<glow::UniformLocation>,
-    u_outline: Option<glow::UniformLocation>,
-    u_border: Option<glow::UniformLocation>,
     outlines: Outlines,
     /// Whether marked rects get a border (else their outlines are [`Outlines`]).
     borders: bool,
@@ -317,7 +360,7 @@ fn link(gl: &glow::Context, vertex: &str, fragment: &str) -> Result<glow::Progra
 impl Renderer {
     /// Compiles the programs and creates empty buffers and textures.
     pub fn new(gl: &glow::Context) -> Result<Renderer, String> {
-        let program = link(gl, VERTEX, FRAGMENT)?;
+        let program = link(gl, VERTEX, &[FRAGMENT_HEAD, SHADE, FRAGMENT_MAIN].concat())?;
         let line_program = link(gl, LINE_VERTEX, LINE_FRAGMENT)?;
         let pixels = Self::pixels(gl)?;
         unsafe {
@@ -339,12 +382,8 @@ impl Renderer {
                 strips: Vec::new(),
             };
             Ok(Renderer {
-                u_map: gl.get_uniform_location(program, "u_map"),
+                marks: Marks::locate(gl, program),
                 u_pixel: gl.get_uniform_location(program, "u_pixel"),
-                u_selected: gl.get_uniform_location(program, "u_selected"),
-                u_hovered: gl.get_uniform_location(program, "u_hovered"),
-                u_outline: gl.get_uniform_location(program, "u_outline"),
-                u_border: gl.get_uniform_location(program, "u_border"),
                 program,
                 bands,
                 pixels,
@@ -389,7 +428,11 @@ impl Renderer {
     }
 
     fn pixels(gl: &glow::Context) -> Result<Pixels, String> {
-        let program = link(gl, PIXEL_VERTEX, PIXEL_FRAGMENT)?;
+        let program = link(
+            gl,
+            PIXEL_VERTEX,
+            &[PIXEL_FRAGMENT_HEAD, SHADE, PIXEL_FRAGMENT_MAIN].concat(),
+        )?;
         unsafe {
             let texture = || -> Result<glow::Texture, String> {
                 let t = gl.create_texture()?;
@@ -413,14 +456,10 @@ impl Renderer {
                 extent: (1.0, 1.0),
                 rectangles: 0,
                 max_size_px: gl.get_parameter_i32(glow::MAX_TEXTURE_SIZE).max(2048) as u32,
-                u_map: gl.get_uniform_location(program, "u_map"),
+                marks: Marks::locate(gl, program),
                 u_origin: gl.get_uniform_location(program, "u_origin"),
                 u_extent: gl.get_uniform_location(program, "u_extent"),
                 u_size: gl.get_uniform_location(program, "u_size"),
-                u_outline: gl.get_uniform_location(program, "u_outline"),
-                u_border: gl.get_uniform_location(program, "u_border"),
-                u_selected: gl.get_uniform_location(program, "u_selected"),
-                u_hovered: gl.get_uniform_location(program, "u_hovered"),
                 program,
             };
             gl.use_program(Some(program));
@@ -614,34 +653,25 @@ impl Renderer {
             gl.clear(glow::COLOR_BUFFER_BIT);
             gl.enable(glow::BLEND);
             gl.blend_func(glow::ONE, glow::ONE_MINUS_SRC_ALPHA);
-            gl.use_program(Some(self.program));
             let sx = 1.0 / (map.x_right - map.x_left);
             let sy = 1.0 / (map.y_top - map.y_bottom);
-            gl.uniform_4_f32(
-                self.u_map.as_ref(),
-                map.x_left as f32,
-                sx as f32,
-                map.y_bottom as f32,
-                sy as f32,
-            );
-            gl.uniform_2_f32(
-                self.u_pixel.as_ref(),
-                1.0 / width_px.max(1) as f32,
-                1.0 / height_px.max(1) as f32,
-            );
-            gl.uniform_1_u32(self.u_border.as_ref(), u32::from(self.borders));
-            gl.uniform_1_u32(self.u_selected.as_ref(), selected);
-            gl.uniform_1_u32(self.u_hovered.as_ref(), hovered);
-            gl.uniform_4_f32(
-                self.u_outline.as_ref(),
-                outline[0],
-                outline[1],
-                outline[2],
-                outline[3],
-            );
+            let map4 = [map.x_left as f32, sx as f32, map.y_bottom as f32, sy as f32];
+            let marked = Marked {
+                hovered,
+                selected,
+                outline,
+                borders: self.borders,
+            };
             let (batch, p) = (&self.bands, &self.pixels);
             match self.fill {
                 Fill::Quads if !batch.quads.is_empty() => {
+                    gl.use_program(Some(self.program));
+                    self.marks.set(gl, map4, marked);
+                    gl.uniform_2_f32(
+                        self.u_pixel.as_ref(),
+                        1.0 / width_px.max(1) as f32,
+                        1.0 / height_px.max(1) as f32,
+                    );
                     // Aggregates first, bands over them (the order of the vertices): a
                     // gap thinner than a pixel between two bands shows the aggregate
                     // colour, never the background.
@@ -655,26 +685,10 @@ impl Renderer {
                 }
                 Fill::Pixels if p.size_px.0 > 0 && p.size_px.1 > 0 => {
                     gl.use_program(Some(p.program));
-                    gl.uniform_4_f32(
-                        p.u_map.as_ref(),
-                        map.x_left as f32,
-                        sx as f32,
-                        map.y_bottom as f32,
-                        sy as f32,
-                    );
+                    p.marks.set(gl, map4, marked);
                     gl.uniform_2_f32(p.u_origin.as_ref(), p.origin.0 as f32, p.origin.1 as f32);
                     gl.uniform_2_f32(p.u_extent.as_ref(), p.extent.0 as f32, p.extent.1 as f32);
-                    gl.uniform_1_u32(p.u_border.as_ref(), u32::from(self.borders));
-                    gl.uniform_4_f32(
-                        p.u_outline.as_ref(),
-                        outline[0],
-                        outline[1],
-                        outline[2],
-                        outline[3],
-                    );
                     gl.uniform_2_f32(p.u_size.as_ref(), p.size_px.0 as f32, p.size_px.1 as f32);
-                    gl.uniform_1_u32(p.u_selected.as_ref(), selected);
-                    gl.uniform_1_u32(p.u_hovered.as_ref(), hovered);
                     gl.active_texture(glow::TEXTURE0);
                     gl.bind_texture(glow::TEXTURE_2D, Some(p.colors));
                     gl.active_texture(glow::TEXTURE1);
@@ -688,13 +702,8 @@ impl Renderer {
             let lines = &self.lines;
             if !lines.strips.is_empty() || !self.outlines.strips.is_empty() {
                 gl.use_program(Some(lines.program));
-                gl.uniform_4_f32(
-                    lines.u_map.as_ref(),
-                    map.x_left as f32,
-                    sx as f32,
-                    map.y_bottom as f32,
-                    sy as f32,
-                );
+                let [x, sx, y, sy] = map4;
+                gl.uniform_4_f32(lines.u_map.as_ref(), x, sx, y, sy);
                 gl.uniform_2_f32(lines.u_shift.as_ref(), 0.0, 0.0);
                 gl.bind_vertex_array(Some(lines.vao));
                 for &(first, count, color) in &lines.strips {

@@ -350,51 +350,57 @@ impl Probe<'_> {
     }
 }
 
+/// Runs `f` on every device with allocations of every corpus file: the file's name, the
+/// device, its allocations and its timeline index.
+fn each_device(mut f: impl FnMut(&str, i32, &Allocations, &TimelineIndex)) {
+    for (file, snap) in corpus() {
+        for device in snap.devices() {
+            let allocs = Allocations::replay(&snap, device);
+            if !allocs.is_empty() {
+                f(&file, device, &allocs, &TimelineIndex::new(&snap, &allocs));
+            }
+        }
+    }
+}
+
 #[test]
 fn the_hit_is_what_is_drawn_in_random_views_of_every_corpus_file() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut tally = Tally::default();
-    for (file, snap) in corpus() {
-        for device in snap.devices() {
-            let allocs = Allocations::replay(&snap, device);
-            if allocs.is_empty() {
-                continue;
+    each_device(|file, _, allocs, index| {
+        let naive = Naive::new(allocs);
+        for _ in 0..230 {
+            let view = random_view(index, &mut rng);
+            let strips = layout(index, &view);
+            tally.views += 1;
+            let mut probe = Probe {
+                file,
+                index,
+                allocs,
+                naive: &naive,
+                view: strips.view,
+                strips: &strips,
+                stacks: HashMap::new(),
+            };
+            // Random points; columns repeat so the naive stacks are reused.
+            let columns: Vec<u32> = (0..4)
+                .map(|_| rng.below(view.width_px as usize) as u32)
+                .collect();
+            for _ in 0..12 {
+                let j = columns[rng.below(columns.len())];
+                let x = view.column_x(j) + rng.unit() * view.x_per_px();
+                let y = rng.range(view.y0, view.y1);
+                probe.check_point(x, y, &mut tally);
             }
-            let index = TimelineIndex::new(&snap, &allocs);
-            let naive = Naive::new(&allocs);
-            for _ in 0..230 {
-                let view = random_view(&index, &mut rng);
-                let strips = layout(&index, &view);
-                tally.views += 1;
-                let mut probe = Probe {
-                    file: &file,
-                    index: &index,
-                    allocs: &allocs,
-                    naive: &naive,
-                    view: strips.view,
-                    strips: &strips,
-                    stacks: HashMap::new(),
-                };
-                // Random points; columns repeat so the naive stacks are reused.
-                let columns: Vec<u32> = (0..4)
-                    .map(|_| rng.below(view.width_px as usize) as u32)
-                    .collect();
-                for _ in 0..12 {
-                    let j = columns[rng.below(columns.len())];
-                    let x = view.column_x(j) + rng.unit() * view.x_per_px();
-                    let y = rng.range(view.y0, view.y1);
-                    probe.check_point(x, y, &mut tally);
-                }
-                // Points inside drawn rects.
-                if !strips.is_empty() {
-                    for _ in 0..8 {
-                        let i = rng.below(strips.len());
-                        probe.check_inside(i, &mut rng, &mut tally);
-                    }
+            // Points inside drawn rects.
+            if !strips.is_empty() {
+                for _ in 0..8 {
+                    let i = rng.below(strips.len());
+                    probe.check_inside(i, &mut rng, &mut tally);
                 }
             }
         }
-    }
+    });
     eprintln!("{tally:?}");
     assert!(tally.views >= 2000, "{tally:?}");
     assert!(
@@ -417,59 +423,52 @@ fn the_pixels_uploaded_are_what_the_hit_test_answers_in_random_views_of_every_co
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut raster = Raster::default();
     let (mut views, mut drawn, mut empty, mut slivers) = (0usize, 0usize, 0usize, 0usize);
-    for (file, snap) in corpus() {
-        for device in snap.devices() {
-            let allocs = Allocations::replay(&snap, device);
-            if allocs.is_empty() {
-                continue;
-            }
-            let index = TimelineIndex::new(&snap, &allocs);
-            for _ in 0..24 {
-                let view = random_view(&index, &mut rng);
-                let strips = layout(&index, &view);
-                raster.fill(&strips, &strips.colors);
-                views += 1;
-                let view = strips.view;
-                let (dx, px) = (view.x_per_px(), view.bytes_per_px());
-                for r in 0..view.height_px {
-                    for c in 0..view.width_px {
-                        let x = view.x0 + (f64::from(c) + 0.5) * dx;
-                        let y = view.y0 + (f64::from(r) + 0.5) * px;
-                        let at = (r * view.width_px + c) as usize;
-                        let hit = strips.hit(x, y);
-                        let shown = (raster.ids[at], raster.colors[at]);
-                        match hit {
-                            Some(i) if shown.0 != NO_PIXEL_ID => {
-                                assert_eq!(
-                                    shown,
-                                    (strips.ids[i], strips.colors[i]),
-                                    "{file} device {device} {view:?}: pixel ({c}, {r})"
-                                );
-                                drawn += 1;
-                            }
-                            Some(i) => {
-                                let [_, _, y0, y1] = strips.rect_data(i);
-                                assert!(
-                                    y < y0 || y >= y1.max(y0 + px),
-                                    "{file} device {device} {view:?}: pixel ({c}, {r}) is empty \
-                                     where instance {i} covers its centre"
-                                );
-                                slivers += 1;
-                            }
-                            None => {
-                                assert_eq!(
-                                    shown.0, NO_PIXEL_ID,
-                                    "{file} device {device} {view:?}: pixel ({c}, {r}) drawn \
-                                     where the hit test answers nothing"
-                                );
-                                empty += 1;
-                            }
+    each_device(|file, device, _, index| {
+        for _ in 0..24 {
+            let view = random_view(index, &mut rng);
+            let strips = layout(index, &view);
+            raster.fill(&strips, &strips.colors);
+            views += 1;
+            let view = strips.view;
+            let (dx, px) = (view.x_per_px(), view.bytes_per_px());
+            for r in 0..view.height_px {
+                for c in 0..view.width_px {
+                    let x = view.x0 + (f64::from(c) + 0.5) * dx;
+                    let y = view.y0 + (f64::from(r) + 0.5) * px;
+                    let at = (r * view.width_px + c) as usize;
+                    let hit = strips.hit(x, y);
+                    let shown = (raster.ids[at], raster.colors[at]);
+                    match hit {
+                        Some(i) if shown.0 != NO_PIXEL_ID => {
+                            assert_eq!(
+                                shown,
+                                (strips.ids[i], strips.colors[i]),
+                                "{file} device {device} {view:?}: pixel ({c}, {r})"
+                            );
+                            drawn += 1;
+                        }
+                        Some(i) => {
+                            let [_, _, y0, y1] = strips.rect_data(i);
+                            assert!(
+                                y < y0 || y >= y1.max(y0 + px),
+                                "{file} device {device} {view:?}: pixel ({c}, {r}) is empty \
+                                 where instance {i} covers its centre"
+                            );
+                            slivers += 1;
+                        }
+                        None => {
+                            assert_eq!(
+                                shown.0, NO_PIXEL_ID,
+                                "{file} device {device} {view:?}: pixel ({c}, {r}) drawn \
+                                 where the hit test answers nothing"
+                            );
+                            empty += 1;
                         }
                     }
                 }
             }
         }
-    }
+    });
     eprintln!("{views} views: {drawn} pixels drawn, {empty} empty, {slivers} in slivers");
     assert!(
         views >= 250 && drawn > 100_000 && empty > 100_000,
