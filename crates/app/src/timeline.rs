@@ -25,7 +25,7 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 use crate::dom::{self, append, attr, by_id, clear, el, el_text, style};
 use crate::lenses::glview::{dark, line_strips_gl};
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
-use memscope_render::raster::{pixels_cheaper, Raster};
+use memscope_render::raster::{pixels_cheaper, PixelGrid};
 
 /// Strips as the page keeps them: in wasm memory, for drawing and hit testing.
 pub struct Shown {
@@ -54,8 +54,6 @@ pub struct TimelinePane {
     canvas: HtmlCanvasElement,
     gl: glow::Context,
     renderer: Renderer,
-    /// The shown strips' pixels as last filled (kept for their capacity).
-    raster: Raster,
     /// The device shown: (rank key, device, its info).
     pub device: Option<(u32, i32, DeviceInfo)>,
     /// The canvas size in device pixels.
@@ -121,7 +119,6 @@ impl TimelinePane {
             canvas,
             gl,
             renderer,
-            raster: Raster::default(),
             device: None,
             size_px: (1, 1),
             shown: None,
@@ -363,8 +360,9 @@ impl TimelinePane {
     fn upload(&mut self, strips: &memscope_render::Strips, colors: &[u32]) {
         let (w, h) = (strips.view.width_px, strips.view.height_px);
         if pixels_cheaper(strips.len(), w, h) {
-            self.raster.fill(strips, colors);
-            self.renderer.set_raster(&self.gl, &self.raster);
+            let grid = PixelGrid::of_strips(strips);
+            self.renderer
+                .set_raster(&self.gl, grid, &strips.rects, colors, &strips.ids);
         } else {
             self.renderer
                 .set_bands(&self.gl, &strips.rects, colors, &strips.ids);

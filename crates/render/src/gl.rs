@@ -32,7 +32,7 @@
 use glow::HasContext;
 
 use crate::quads::{quad_indices, Quads, INDICES_PER_QUAD};
-use crate::raster::Raster;
+use crate::raster::{PixelGrid, Raster};
 
 const VERTEX: &str = r#"#version 300 es
 layout(location = 0) in vec4 a_rect;
@@ -315,6 +315,8 @@ pub struct Renderer {
     program: glow::Program,
     bands: Batch,
     pixels: Pixels,
+    /// The pixels last filled (kept for their capacity).
+    raster: Raster,
     fill: Fill,
     lines: Lines,
     marks: Marks,
@@ -387,6 +389,7 @@ impl Renderer {
                 program,
                 bands,
                 pixels,
+                raster: Raster::default(),
                 fill: Fill::Quads,
                 lines,
                 outlines,
@@ -546,11 +549,20 @@ impl Renderer {
         self.fill = Fill::Quads;
     }
 
-    /// Draws pixels from now on: `raster`'s (see
-    /// [`pixels_cheaper`](crate::raster::pixels_cheaper) for when they are).
-    pub fn set_raster(&mut self, gl: &glow::Context, raster: &Raster) {
+    /// Draws pixels from now on: those of `rects` (`x0, x1, y0, y1` each), `colors` and
+    /// `ids` filled over `grid` ([`Raster::fill_grid`]; see
+    /// [`pixels_cheaper`](crate::raster::pixels_cheaper) for when they are cheaper).
+    pub fn set_raster(
+        &mut self,
+        gl: &glow::Context,
+        grid: PixelGrid,
+        rects: &[f32],
+        colors: &[u32],
+        ids: &[u32],
+    ) {
         self.fill = Fill::Pixels;
-        let pixels = &mut self.pixels;
+        self.raster.fill_grid(grid, rects, colors, ids);
+        let (pixels, raster) = (&mut self.pixels, &self.raster);
         let (w, h) = (raster.width_px as i32, raster.height_px as i32);
         // The same size as the last: written in place (no new storage for the GPU
         // process to allocate, as every frame of a lens being panned uploads).

@@ -52,7 +52,7 @@ pub fn pixels_cheaper(rectangles: usize, width_px: u32, height_px: u32) -> bool 
     rectangles as u64 * PIXELS_PER_RECTANGLE > u64::from(width_px) * u64::from(height_px)
 }
 
-/// The id of a pixel no rectangle covers (as [`crate::gl::NO_ID`] in the renderer).
+/// The id of a pixel no rectangle covers (as `gl::NO_ID` in the renderer).
 pub const NO_PIXEL_ID: u32 = u32::MAX;
 
 /// The alpha that marks a colour drawn hatched ([`crate::palette::NO_STACK`]): opaque.
@@ -72,26 +72,21 @@ pub struct PixelGrid {
     pub y: (f64, f64),
 }
 
-impl Raster {
-    /// Replaces the pixels with those of `strips` drawn in `colors` (one per instance,
-    /// the strips' own or shaded) over the view they were laid out for, keeping the
-    /// buffers' capacity for the next view.
-    pub fn fill(&mut self, strips: &Strips, colors: &[u32]) {
+impl PixelGrid {
+    /// The pixels of the view `strips` were laid out for, in their coordinates
+    /// (relative to their origin).
+    pub fn of_strips(strips: &Strips) -> PixelGrid {
         let view = &strips.view;
-        let grid = PixelGrid {
+        PixelGrid {
             width_px: view.width_px,
             height_px: view.height_px,
             x: (0.0, view.x1 - view.x0),
             y: (0.0, view.y1 - view.y0),
-        };
-        if !view.is_drawable() {
-            self.fill_grid(grid, &[], &[], &[]);
-            return;
         }
-        let n = strips.len().min(colors.len());
-        self.fill_grid(grid, &strips.rects[..4 * n], &colors[..n], &strips.ids[..n]);
     }
+}
 
+impl Raster {
     /// Replaces the pixels with `rects` (`x0, x1, y0, y1` each), `colors` and `ids`
     /// (`n` the shortest of the three) drawn in [`draw_order`] over `grid`: a pixel is
     /// covered when its centre is, each rectangle at least a pixel wide and tall.
@@ -219,7 +214,12 @@ mod tests {
         let colors = vec![rgba(1, 0, 0, 255), rgba(2, 0, 0, 255), rgba(3, 0, 0, 255)];
         let strips = Strips::from_parts(view(4, 3), 0.0, 0.0, rects, colors.clone(), ids);
         let mut raster = Raster::default();
-        raster.fill(&strips, &strips.colors.clone());
+        raster.fill_grid(
+            PixelGrid::of_strips(&strips),
+            &strips.rects,
+            &strips.colors,
+            &strips.ids,
+        );
         let rows: Vec<Vec<u32>> = (0..3)
             .map(|r| (0..4).map(|c| raster.id_at(c, r)).collect())
             .collect();
@@ -300,7 +300,12 @@ mod tests {
         let ids = vec![5, AGGREGATE_BASE + 1, 6];
         let strips = Strips::from_parts(view(2, 3), 0.0, 0.0, rects, vec![1, 2, 3], ids);
         let mut raster = Raster::default();
-        raster.fill(&strips, &strips.colors.clone());
+        raster.fill_grid(
+            PixelGrid::of_strips(&strips),
+            &strips.rects,
+            &strips.colors,
+            &strips.ids,
+        );
         for r in 0..3 {
             assert_eq!([raster.id_at(0, r), raster.id_at(1, r)], [5, 6]);
         }

@@ -25,7 +25,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::{corpus, Naive};
-use memscope_render::raster::{Raster, NO_PIXEL_ID};
+use memscope_render::raster::{PixelGrid, Raster, NO_PIXEL_ID};
 use memscope_render::{
     is_aggregate, layout, Axis, Strips, TimelineIndex, TimelineView, MIXED_SITE, NO_MOMENT,
     WINDOW_PX,
@@ -427,7 +427,12 @@ fn the_pixels_uploaded_are_what_the_hit_test_answers_in_random_views_of_every_co
         for _ in 0..24 {
             let view = random_view(index, &mut rng);
             let strips = layout(index, &view);
-            raster.fill(&strips, &strips.colors);
+            raster.fill_grid(
+                PixelGrid::of_strips(&strips),
+                &strips.rects,
+                &strips.colors,
+                &strips.ids,
+            );
             views += 1;
             let view = strips.view;
             let (dx, px) = (view.x_per_px(), view.bytes_per_px());

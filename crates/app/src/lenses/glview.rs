@@ -7,14 +7,14 @@
 //!
 //! Where rectangles would crowd the canvas ([`pixels_cheaper`]: a few thousand on a big
 //! trace's segment rows, which every pan step redraws) they are drawn as pixels
-//! ([`Raster`]) filled through the mapping of the frame drawn, again whenever it or the
-//! instances change; otherwise as rectangles, uploaded once.
+//! ([`memscope_render::raster`]) filled through the mapping of the frame drawn, again
+//! whenever it or the instances change; otherwise as rectangles, uploaded once.
 
 use std::collections::HashSet;
 
 use memscope_render::gl::{Mapping, Renderer, NO_ID};
 use memscope_render::palette;
-use memscope_render::raster::{pixels_cheaper, PixelGrid, Raster};
+use memscope_render::raster::{pixels_cheaper, PixelGrid};
 use web_sys::HtmlCanvasElement;
 
 use crate::dom::{self, by_id};
@@ -48,8 +48,6 @@ pub struct GlView {
     rects: Vec<f32>,
     /// The colours drawn (highlight applied).
     shaded: Vec<u32>,
-    /// The pixels last filled (kept for their capacity).
-    raster: Raster,
     /// What the renderer holds: the instances as pixels filled for a grid, or as
     /// rectangles (`None` also when the instances or colours changed since).
     uploaded: Option<Upload>,
@@ -117,7 +115,6 @@ impl GlView {
             ids: Vec::new(),
             rects: Vec::new(),
             shaded: Vec::new(),
-            raster: Raster::default(),
             uploaded: None,
             selected: NO_ID,
             hovered: NO_ID,
@@ -250,9 +247,8 @@ impl GlView {
         if self.uploaded != Some(upload) {
             match upload {
                 Upload::Pixels(grid) => {
-                    self.raster
-                        .fill_grid(grid, &self.rects, &self.shaded, &self.ids);
-                    self.renderer.set_raster(&self.gl, &self.raster);
+                    self.renderer
+                        .set_raster(&self.gl, grid, &self.rects, &self.shaded, &self.ids);
                 }
                 Upload::Rectangles => {
                     self.renderer
